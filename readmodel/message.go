@@ -1,0 +1,72 @@
+package readmodel
+
+import "time"
+
+// Kind names the kind of a bus message.
+type Kind string
+
+const (
+	// State stream kinds: compacted, the last message per subject is the
+	// current state.
+	KindCollection Kind = "collection" // Collection, per collection
+	KindStats      Kind = "stats"      // Stats, per collection
+	KindAnalytics  Kind = "analytics"  // Analytics, per collection
+	KindListings   Kind = "listings"   // Listings, per (source, collection); replaces the set wholesale
+	KindTokens     Kind = "tokens"     // Tokens, per (collection, bucket); replaces the bucket wholesale
+	KindRates      Kind = "rates"      // Rates, one subject
+	KindStatus     Kind = "status"     // Status, per (source, collection); CollectionID "" for source-wide polls
+	// Sales stream kind: append-only.
+	KindSales Kind = "sales" // Sales, per collection; a batch of new sales
+)
+
+// Message is one normalized fact published by ingest and applied by the
+// projector. Exactly the payload field named by Kind is set. A message
+// replaces the state of its subject wholesale (state kinds) or adds to it
+// (sales), so applying the same message twice is the same as once.
+type Message struct {
+	// ID is unique per publish intent and becomes the Nats-Msg-Id: a retry
+	// of the same publish carries the same ID (and is dropped by JetStream's
+	// dedupe window), while a later publish of equal content carries a new
+	// one, so a state that goes A → B → A is never deduplicated into B.
+	// Ingest sets it to "<cycle start, unix ns>/<kind>/<source>/<collection>/<bucket>".
+	ID           string    `json:"id"`
+	Kind         Kind      `json:"kind"`
+	Source       Source    `json:"source,omitempty"`
+	CollectionID string    `json:"collectionId,omitempty"`
+	Bucket       uint32    `json:"bucket,omitempty"` // KindTokens only
+	ObservedAt   time.Time `json:"observedAt"`
+
+	Collection *CollectionDoc   `json:"collection,omitempty"`
+	Stats      *CollectionStats `json:"stats,omitempty"`
+	Analytics  *Analytics       `json:"analytics,omitempty"`
+	Listings   []ListingRow     `json:"listings,omitempty"`
+	Tokens     []TokenDoc       `json:"tokens,omitempty"`
+	Rates      USDRates         `json:"rates,omitempty"`
+	Status     *PollStatus      `json:"status,omitempty"`
+	Sales      []SaleRow        `json:"sales,omitempty"`
+}
+
+// PollStatus is the outcome of the latest poll of one (source, collection).
+// Staleness in every view is computed from it.
+type PollStatus struct {
+	OK bool `json:"ok"`
+	// ErrorClass says why the poll failed: "timeout", "http_5xx",
+	// "bad_payload", "transport". Empty when OK.
+	ErrorClass string `json:"errorClass,omitempty"`
+	// LastGoodAt is when the source last answered well for this subject
+	// (zero if never); a failing source's last good rows are kept until
+	// LastGoodAt plus the configured retention.
+	LastGoodAt   time.Time `json:"lastGoodAt"`
+	FailingSince time.Time `json:"failingSince"` // zero when OK
+}
+
+// Position is a point in the two streams: the highest stream sequence of
+// the state stream and of the sales stream. A projector that has applied a
+// Position has applied every message at or below it.
+type Position struct {
+	State uint64 `json:"state"`
+	Sales uint64 `json:"sales"`
+}
+
+// Covers reports whether p is at or past q on both streams.
+func (p Position) Covers(q Position) bool { return p.State >= q.State && p.Sales >= q.Sales }

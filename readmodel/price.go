@@ -1,0 +1,102 @@
+package readmodel
+
+import (
+	"math/big"
+	"strconv"
+)
+
+// MaxRawDigits bounds the length of a raw price string. A longer value is
+// upstream garbage, not a price (1e80 wei is far beyond any real supply).
+const MaxRawDigits = 80
+
+// Price is SPEC's Price object. All four fields are always present.
+type Price struct {
+	Raw      string   `json:"raw"`
+	Decimal  float64  `json:"decimal"`
+	Currency string   `json:"currency"`
+	USD      *float64 `json:"usd"`
+}
+
+// ParseRaw parses an integer amount of base units: ASCII digits only, no sign,
+// no exponent, no fraction, at most MaxRawDigits digits. It returns an
+// ErrBadPrice-wrapped Error for anything else.
+func ParseRaw(s string) (*big.Int, error) {
+	if s == "" || len(s) > MaxRawDigits {
+		return nil, Errorf(BadRequest, "raw price %q: not an integer of 1 to %d digits", truncate(s, 32), MaxRawDigits)
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return nil, Errorf(BadRequest, "raw price %q: not a non-negative integer", truncate(s, 32))
+		}
+	}
+	n, ok := new(big.Int).SetString(s, 10)
+	if !ok {
+		return nil, Errorf(BadRequest, "raw price %q: not a non-negative integer", truncate(s, 32))
+	}
+	return n, nil
+}
+
+// NewPrice builds the Price of raw base units on chain c. raw is rendered in
+// canonical form (no leading zeros). usdPerUnit is the USD rate of one whole
+// native unit of c's currency, or nil when unknown; it is ignored for chains
+// without a feed, whose usd is always null.
+func NewPrice(c Chain, raw *big.Int, usdPerUnit *float64) Price {
+	p := Price{Raw: raw.String(), Currency: c.Currency()}
+	p.Decimal = Decimal(raw, c.Decimals())
+	if usdPerUnit != nil && c.HasUSDFeed() {
+		u := roundCents(p.Decimal * *usdPerUnit)
+		p.USD = &u
+	}
+	return p
+}
+
+// Decimal converts raw base units with the given number of decimals to the
+// nearest float64, via exact decimal text so that large wei values lose no
+// more precision than a double must.
+func Decimal(raw *big.Int, decimals int) float64 {
+	s := raw.String()
+	neg := false
+	if len(s) > 0 && s[0] == '-' {
+		neg, s = true, s[1:]
+	}
+	for len(s) <= decimals {
+		s = "0" + s
+	}
+	txt := s[:len(s)-decimals] + "." + s[len(s)-decimals:]
+	if neg {
+		txt = "-" + txt
+	}
+	f, _ := strconv.ParseFloat(txt, 64)
+	return f
+}
+
+// ApplyBps returns raw increased by bps basis points, rounded up to the next
+// base unit (a buyer never pays less than the fee).
+func ApplyBps(raw *big.Int, bps int64) *big.Int {
+	if bps <= 0 {
+		return new(big.Int).Set(raw)
+	}
+	fee := new(big.Int).Mul(raw, big.NewInt(bps))
+	q, r := new(big.Int).QuoRem(fee, big.NewInt(10000), new(big.Int))
+	if r.Sign() > 0 {
+		q.Add(q, big.NewInt(1))
+	}
+	return q.Add(q, raw)
+}
+
+func roundCents(f float64) float64 {
+	if f > 1e15 || f < -1e15 {
+		return f
+	}
+	if f >= 0 {
+		return float64(int64(f*100+0.5)) / 100
+	}
+	return float64(int64(f*100-0.5)) / 100
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

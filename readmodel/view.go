@@ -1,0 +1,102 @@
+package readmodel
+
+import "time"
+
+// The types in this file are prepared views: what the projector computes
+// ahead of time and the public API serves. Every []byte is valid JSON (or a
+// documented fragment of it) and is never modified after it is handed out;
+// readers may write it to a response as is.
+
+// Sort is the collections browse order.
+type Sort string
+
+const (
+	SortVolume Sort = "volume"
+	SortFloor  Sort = "floor"
+	SortRecent Sort = "recent"
+)
+
+// ParseSort returns the sort named s; ok is false for anything else.
+func ParseSort(s string) (Sort, bool) {
+	switch Sort(s) {
+	case SortVolume, SortFloor, SortRecent:
+		return Sort(s), true
+	}
+	return "", false
+}
+
+// Sorts lists every browse order.
+var Sorts = []Sort{SortVolume, SortFloor, SortRecent}
+
+// ListingsCeiling is the size of the listings snapshot window (SPEC §4
+// listings rule 4).
+const ListingsCeiling = 250
+
+// OrderBookMax is how many eligible native rows the order book contributes
+// per collection (SPEC §8).
+const OrderBookMax = 200
+
+// LastGoodBuyerFloorAge is how long a persisted last-good buyerFloor may be
+// served with stale: true (SPEC §2 FloorResponse).
+const LastGoodBuyerFloorAge = 30 * time.Minute
+
+// CollectionView is a resolved collection's prepared detail.
+type CollectionView struct {
+	ID          string
+	Chain       Chain // "" when missing or unrecognised (listings and floor answer 404)
+	HasContract bool  // false: sales answer 404, listings report order-book stale
+	Version     uint64
+	Detail      []byte // the CollectionDetail object (without the data wrapper)
+}
+
+// ListingsView is a collection's listing snapshot.
+type ListingsView struct {
+	Version uint64
+	// Items are pre-encoded MarketItems: merged, deduplicated per asset
+	// (native wins), active and unexpired as of projection, sorted by
+	// price.decimal then orderId, at most ListingsCeiling.
+	Items [][]byte
+	// StaleSources lists the failing listing sources in the order
+	// order-book, indexer-mirror; nil when healthy.
+	StaleSources []Source
+	// AllFailed is true when every listing source failed; with no Items the
+	// API answers 502 upstream_error.
+	AllFailed bool
+}
+
+// TimedBody is a prepared JSON body with at most one slot where the API
+// writes the current time (FormatTime) when it builds the response: Head,
+// the time, Tail. Timed is false when the body has no slot (then Tail is
+// empty and Head is the whole body).
+type TimedBody struct {
+	Head  []byte
+	Tail  []byte
+	Timed bool
+}
+
+// FloorView is a collection's prepared FloorResponse (the data object).
+// Serve Body; but when FallbackAfter is set and now is not before it, serve
+// Fallback instead (the last-good buyerFloor has aged out).
+type FloorView struct {
+	Version       uint64
+	Body          TimedBody // updatedAt is the slot
+	FallbackAfter time.Time
+	Fallback      TimedBody
+}
+
+// TokenView is a token's prepared TokenDetail object. The slot, when timed,
+// is listing.timestamp of an overlay-sourced listing.
+type TokenView struct {
+	Version uint64
+	Body    TimedBody
+}
+
+// Page is one page of an ordered list: pre-encoded items and the opaque
+// store position after the last one. HasMore is false on the last page
+// (then Next is "").
+type Page struct {
+	Version uint64
+	Items   [][]byte
+	Next    string
+	HasMore bool
+}
