@@ -56,6 +56,9 @@ type ListingsView struct {
 	// (native wins), active and unexpired as of projection, sorted by
 	// price.decimal then orderId, at most ListingsCeiling.
 	Items [][]byte
+	// ExpiresAt holds, for each item, its expiry in unix milliseconds (0 for
+	// none), so the API can drop rows that expired after projection.
+	ExpiresAt []int64
 	// StaleSources lists the failing listing sources in the order
 	// order-book, indexer-mirror; nil when healthy.
 	StaleSources []Source
