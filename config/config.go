@@ -1,0 +1,439 @@
+// Package config is marketd's one typed configuration. Load is the only
+// place in marketd that reads the environment: flags first, then MARKETD_*
+// variables, then defaults; Validate rejects a bad value with a one-line
+// message naming the setting. It imports the standard library only.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// SourceNames are the seven upstream sources (readmodel.Sources spells the
+// same names; config stays standard-library only, so it repeats them).
+var SourceNames = []string{
+	"order-book", "indexer-mirror", "indexer-stats", "analytics",
+	"collection-index", "price-feed", "sales",
+}
+
+// Source is one upstream's settings. A zero Interval or Timeout means the
+// global poll interval or the default source timeout; an empty BaseURL means
+// the built-in simulator (role all) and is an error for role ingest.
+type Source struct {
+	BaseURL  string
+	Interval time.Duration
+	Timeout  time.Duration
+}
+
+// Config is every setting of every role. Fields not used by a role are
+// ignored by it.
+type Config struct {
+	HTTPAddr  string // public API listener
+	AdminAddr string // admin listener (never the public port)
+	SimAddr   string // simulator listener (roles all and sim)
+	DataDir   string // <data-dir>/nats and <data-dir>/badger
+	NatsURL   string // empty: embedded server (all, replay)
+
+	PollInterval  time.Duration // default cycle of every source
+	SourceTimeout time.Duration // default per-source timeout
+	Sources       map[string]Source
+
+	SimSeed        int64
+	SimCollections int
+	SimTick        time.Duration // 0: the market moves only on POST /_sim/tick
+
+	RateList int // list bucket, requests per 60 s per IP
+	RateItem int // item bucket, requests per 60 s per IP
+
+	CursorKey      string // HMAC key for cursors; empty: random per process (with a warning)
+	CursorTTL      time.Duration
+	TrustedProxies []netip.Prefix
+
+	// RowRetention is how long a failing source's last good listing rows
+	// stay in the snapshot.
+	RowRetention time.Duration
+
+	// Replay settings (role replay).
+	ReplayFromSeq uint64
+	ReplaySince   time.Time
+
+	LogLevel  string // debug, info, warn, error
+	LogFormat string // json or console
+}
+
+// Default returns the defaults of DESIGN's settings table.
+func Default() Config {
+	c := Config{
+		HTTPAddr:       ":8080",
+		AdminAddr:      "127.0.0.1:8081",
+		SimAddr:        "127.0.0.1:8090",
+		DataDir:        "./data",
+		PollInterval:   2 * time.Minute,
+		SourceTimeout:  10 * time.Second,
+		Sources:        map[string]Source{},
+		SimSeed:        20261122,
+		SimCollections: 300,
+		RateList:       120,
+		RateItem:       300,
+		CursorTTL:      time.Hour,
+		RowRetention:   10 * time.Minute,
+		LogLevel:       "info",
+		LogFormat:      "json",
+	}
+	for _, s := range SourceNames {
+		c.Sources[s] = Source{}
+	}
+	return c
+}
+
+// envName turns a flag name into its variable: poll-interval →
+// MARKETD_POLL_INTERVAL.
+func envName(flagName string) string {
+	return "MARKETD_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// setting is one flag/variable pair bound to a field.
+type setting struct {
+	name  string
+	usage string
+	set   func(string) error
+	show  func() string
+}
+
+func (c *Config) settings() []setting {
+	str := func(p *string) (func(string) error, func() string) {
+		return func(v string) error { *p = v; return nil }, func() string { return *p }
+	}
+	dur := func(p *time.Duration) (func(string) error, func() string) {
+		return func(v string) error {
+				d, err := time.ParseDuration(v)
+				if err != nil {
+					return fmt.Errorf("not a duration (e.g. 30s, 2m)")
+				}
+				*p = d
+				return nil
+			}, func() string {
+				return p.String()
+			}
+	}
+	integer := func(p *int) (func(string) error, func() string) {
+		return func(v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return fmt.Errorf("not an integer")
+			}
+			*p = n
+			return nil
+		}, func() string { return strconv.Itoa(*p) }
+	}
+	var out []setting
+	add := func(name, usage string, set func(string) error, show func() string) {
+		out = append(out, setting{name: name, usage: usage, set: set, show: show})
+	}
+	s, g := str(&c.HTTPAddr)
+	add("http-addr", "public API listen address", s, g)
+	s, g = str(&c.AdminAddr)
+	add("admin-addr", "admin listen address (healthz, readyz, metrics, admin)", s, g)
+	s, g = str(&c.SimAddr)
+	add("sim-addr", "upstream simulator listen address", s, g)
+	s, g = str(&c.DataDir)
+	add("data-dir", "data directory (nats/ and badger/ below it)", s, g)
+	s, g = str(&c.NatsURL)
+	add("nats", "NATS server URL; empty runs an embedded server", s, g)
+	s, g = dur(&c.PollInterval)
+	add("poll-interval", "default poll interval of every upstream source", s, g)
+	s, g = dur(&c.SourceTimeout)
+	add("source-timeout", "default timeout of one upstream poll", s, g)
+	add("sim-seed", "simulator seed", func(v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("not an integer")
+		}
+		c.SimSeed = n
+		return nil
+	}, func() string { return strconv.FormatInt(c.SimSeed, 10) })
+	s, g = integer(&c.SimCollections)
+	add("sim-collections", "simulator market size in collections", s, g)
+	s, g = dur(&c.SimTick)
+	add("sim-tick", "simulator tick interval; 0 moves the market only on POST /_sim/tick", s, g)
+	s, g = integer(&c.RateList)
+	add("rate-list", "list bucket: requests per 60 s per client IP", s, g)
+	s, g = integer(&c.RateItem)
+	add("rate-item", "item bucket: requests per 60 s per client IP", s, g)
+	s, g = str(&c.CursorKey)
+	add("cursor-key", "HMAC key for pagination cursors (shared by every node of a tier)", s, g)
+	s, g = dur(&c.CursorTTL)
+	add("cursor-ttl", "how long a pagination cursor stays valid", s, g)
+	add("trusted-proxies", "comma-separated CIDRs or IPs whose X-Forwarded-For is trusted", func(v string) error {
+		p, err := parsePrefixes(v)
+		if err != nil {
+			return err
+		}
+		c.TrustedProxies = p
+		return nil
+	}, func() string {
+		var parts []string
+		for _, p := range c.TrustedProxies {
+			parts = append(parts, p.String())
+		}
+		return strings.Join(parts, ",")
+	})
+	s, g = dur(&c.RowRetention)
+	add("row-retention", "how long a failing source's last good listing rows are kept", s, g)
+	add("from-seq", "replay: start at this stream sequence", func(v string) error {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("not a sequence number")
+		}
+		c.ReplayFromSeq = n
+		return nil
+	}, func() string { return strconv.FormatUint(c.ReplayFromSeq, 10) })
+	add("since", "replay: apply only messages published at or after this RFC 3339 time", func(v string) error {
+		if v == "" {
+			c.ReplaySince = time.Time{}
+			return nil
+		}
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return fmt.Errorf("not an RFC 3339 time")
+		}
+		c.ReplaySince = t
+		return nil
+	}, func() string {
+		if c.ReplaySince.IsZero() {
+			return ""
+		}
+		return c.ReplaySince.Format(time.RFC3339)
+	})
+	s, g = str(&c.LogLevel)
+	add("log-level", "debug, info, warn or error", s, g)
+	s, g = str(&c.LogFormat)
+	add("log-format", "json or console", s, g)
+	for _, name := range SourceNames {
+		name := name
+		add("source-"+name+"-url", "base URL of the "+name+" upstream (empty: built-in simulator)",
+			func(v string) error { src := c.Sources[name]; src.BaseURL = v; c.Sources[name] = src; return nil },
+			func() string { return c.Sources[name].BaseURL })
+		add("source-"+name+"-interval", "poll interval of "+name+" (0: --poll-interval)",
+			func(v string) error {
+				d, err := time.ParseDuration(v)
+				if err != nil {
+					return fmt.Errorf("not a duration (e.g. 30s, 2m)")
+				}
+				src := c.Sources[name]
+				src.Interval = d
+				c.Sources[name] = src
+				return nil
+			}, func() string { return c.Sources[name].Interval.String() })
+		add("source-"+name+"-timeout", "poll timeout of "+name+" (0: --source-timeout)",
+			func(v string) error {
+				d, err := time.ParseDuration(v)
+				if err != nil {
+					return fmt.Errorf("not a duration (e.g. 30s, 2m)")
+				}
+				src := c.Sources[name]
+				src.Timeout = d
+				c.Sources[name] = src
+				return nil
+			}, func() string { return c.Sources[name].Timeout.String() })
+	}
+	return out
+}
+
+// Load builds the configuration of one role from its arguments (without the
+// program and role names) and the environment lookup getenv: a flag wins
+// over its MARKETD_* variable, which wins over the default. The result is
+// validated. Errors name the setting and fit on one line; -h/--help returns
+// flag.ErrHelp after writing usage to usage (which may be nil).
+func Load(args []string, getenv func(string) string, usage io.Writer) (Config, error) {
+	c := Default()
+	settings := c.settings()
+	for _, s := range settings {
+		if v := getenv(envName(s.name)); v != "" {
+			if err := s.set(v); err != nil {
+				return Config{}, fmt.Errorf("invalid %s=%q: %v", envName(s.name), v, err)
+			}
+		}
+	}
+	fs := flag.NewFlagSet("marketd", flag.ContinueOnError)
+	if usage == nil {
+		usage = io.Discard
+	}
+	fs.SetOutput(usage)
+	for _, s := range settings {
+		s := s
+		fs.Func(s.name, s.usage+" (env "+envName(s.name)+", default "+quoteDefault(s.show())+")", func(v string) error {
+			if err := s.set(v); err != nil {
+				return fmt.Errorf("%v", err)
+			}
+			return nil
+		})
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return Config{}, err
+		}
+		return Config{}, fmt.Errorf("%s", firstLine(err.Error()))
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	for name, src := range c.Sources {
+		if src.Interval == 0 {
+			src.Interval = c.PollInterval
+		}
+		if src.Timeout == 0 {
+			src.Timeout = c.SourceTimeout
+		}
+		c.Sources[name] = src
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// Validate checks every setting and returns the first problem as a one-line
+// error naming the flag and variable.
+func (c Config) Validate() error {
+	bad := func(name, why string) error {
+		return fmt.Errorf("invalid --%s (%s): %s", name, envName(name), why)
+	}
+	for _, a := range []struct{ name, addr string }{
+		{"http-addr", c.HTTPAddr}, {"admin-addr", c.AdminAddr}, {"sim-addr", c.SimAddr},
+	} {
+		if _, _, err := net.SplitHostPort(a.addr); err != nil {
+			return bad(a.name, fmt.Sprintf("%q is not host:port", a.addr))
+		}
+	}
+	if c.HTTPAddr == c.AdminAddr && !strings.HasSuffix(c.HTTPAddr, ":0") {
+		return bad("admin-addr", "must differ from --http-addr (admin is never the public port)")
+	}
+	if c.DataDir == "" {
+		return bad("data-dir", "must not be empty")
+	}
+	if c.NatsURL != "" && !strings.Contains(c.NatsURL, "://") {
+		return bad("nats", fmt.Sprintf("%q is not a URL (nats://host:port)", c.NatsURL))
+	}
+	if c.PollInterval < time.Second {
+		return bad("poll-interval", "must be at least 1s")
+	}
+	if c.SourceTimeout <= 0 {
+		return bad("source-timeout", "must be positive")
+	}
+	for _, name := range SourceNames {
+		src := c.Sources[name]
+		if src.Interval != 0 && src.Interval < time.Second {
+			return bad("source-"+name+"-interval", "must be at least 1s")
+		}
+		if src.Timeout < 0 {
+			return bad("source-"+name+"-timeout", "must not be negative")
+		}
+		if src.BaseURL != "" && !strings.HasPrefix(src.BaseURL, "http://") && !strings.HasPrefix(src.BaseURL, "https://") {
+			return bad("source-"+name+"-url", fmt.Sprintf("%q is not an http(s) URL", src.BaseURL))
+		}
+	}
+	if c.SimCollections < 1 || c.SimCollections > 1_000_000 {
+		return bad("sim-collections", "must be between 1 and 1000000")
+	}
+	if c.SimTick < 0 {
+		return bad("sim-tick", "must not be negative")
+	}
+	if c.RateList < 1 {
+		return bad("rate-list", "must be at least 1")
+	}
+	if c.RateItem < 1 {
+		return bad("rate-item", "must be at least 1")
+	}
+	if c.CursorKey != "" && len(c.CursorKey) < 16 {
+		return bad("cursor-key", "must be at least 16 characters")
+	}
+	if c.CursorTTL < time.Minute {
+		return bad("cursor-ttl", "must be at least 1m")
+	}
+	if c.RowRetention < 0 {
+		return bad("row-retention", "must not be negative")
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return bad("log-level", fmt.Sprintf("%q is not one of debug, info, warn, error", c.LogLevel))
+	}
+	switch c.LogFormat {
+	case "json", "console":
+	default:
+		return bad("log-format", fmt.Sprintf("%q is not json or console", c.LogFormat))
+	}
+	return nil
+}
+
+// Redacted returns every setting as name → value for the start-up log, with
+// secrets replaced.
+func (c Config) Redacted() map[string]string {
+	out := map[string]string{}
+	for _, s := range c.settings() {
+		out[s.name] = s.show()
+	}
+	if c.CursorKey != "" {
+		out["cursor-key"] = "[redacted]"
+	}
+	return out
+}
+
+// SettingNames lists every flag name, sorted (for documentation tests).
+func SettingNames() []string {
+	c := Default()
+	var names []string
+	for _, s := range c.settings() {
+		names = append(names, s.name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func parsePrefixes(v string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, part := range strings.Split(v, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		if strings.Contains(part, "/") {
+			p, err := netip.ParsePrefix(part)
+			if err != nil {
+				return nil, fmt.Errorf("%q is not a CIDR", part)
+			}
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(part)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not an IP address or CIDR", part)
+		}
+		a = a.Unmap()
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
+}
+
+func quoteDefault(s string) string {
+	if s == "" {
+		return `""`
+	}
+	return s
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

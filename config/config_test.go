@@ -1,0 +1,133 @@
+package config_test
+
+import (
+	"errors"
+	"flag"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/marketd/marketd/config"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestLoadDefaultsMatchDesign(t *testing.T) {
+	c, err := config.Load(nil, env(nil), nil)
+	require.NoError(t, err)
+	assert.Equal(t, ":8080", c.HTTPAddr)
+	assert.Equal(t, "127.0.0.1:8081", c.AdminAddr)
+	assert.Equal(t, "127.0.0.1:8090", c.SimAddr)
+	assert.Equal(t, "./data", c.DataDir)
+	assert.Equal(t, "", c.NatsURL)
+	assert.Equal(t, 2*time.Minute, c.PollInterval)
+	assert.Equal(t, time.Duration(0), c.SimTick)
+	assert.Equal(t, 120, c.RateList)
+	assert.Equal(t, 300, c.RateItem)
+	assert.Equal(t, "", c.CursorKey)
+	assert.Empty(t, c.TrustedProxies)
+	assert.Len(t, c.Sources, 7)
+	for name, s := range c.Sources {
+		assert.Equal(t, 2*time.Minute, s.Interval, name)
+		assert.Equal(t, 10*time.Second, s.Timeout, name)
+	}
+}
+
+func TestLoadPrecedence(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want func(t *testing.T, c config.Config)
+	}{
+		{"env over default", nil, map[string]string{"MARKETD_HTTP_ADDR": ":9000", "MARKETD_RATE_LIST": "7"},
+			func(t *testing.T, c config.Config) { assert.Equal(t, ":9000", c.HTTPAddr); assert.Equal(t, 7, c.RateList) }},
+		{"flag over env", []string{"--http-addr", ":9100"}, map[string]string{"MARKETD_HTTP_ADDR": ":9000"},
+			func(t *testing.T, c config.Config) { assert.Equal(t, ":9100", c.HTTPAddr) }},
+		{"poll interval feeds every source", []string{"--poll-interval=30s"}, nil,
+			func(t *testing.T, c config.Config) {
+				for _, s := range c.Sources {
+					assert.Equal(t, 30*time.Second, s.Interval)
+				}
+			}},
+		{"per-source override", []string{"--poll-interval=30s", "--source-sales-interval=5m", "--source-order-book-timeout=2s"}, nil,
+			func(t *testing.T, c config.Config) {
+				assert.Equal(t, 5*time.Minute, c.Sources["sales"].Interval)
+				assert.Equal(t, 30*time.Second, c.Sources["analytics"].Interval)
+				assert.Equal(t, 2*time.Second, c.Sources["order-book"].Timeout)
+			}},
+		{"per-source url from env", nil, map[string]string{"MARKETD_SOURCE_PRICE_FEED_URL": "http://feed.internal"},
+			func(t *testing.T, c config.Config) { assert.Equal(t, "http://feed.internal", c.Sources["price-feed"].BaseURL) }},
+		{"trusted proxies", []string{"--trusted-proxies", "10.0.0.0/8, 127.0.0.1"}, nil,
+			func(t *testing.T, c config.Config) {
+				assert.Equal(t, []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("127.0.0.1/32")}, c.TrustedProxies)
+			}},
+		{"replay since", []string{"--since", "2026-11-01T00:00:00Z", "--from-seq", "42"}, nil,
+			func(t *testing.T, c config.Config) {
+				assert.Equal(t, time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), c.ReplaySince.UTC())
+				assert.Equal(t, uint64(42), c.ReplayFromSeq)
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := config.Load(tt.args, env(tt.env), nil)
+			require.NoError(t, err)
+			tt.want(t, c)
+		})
+	}
+}
+
+func TestLoadRejectsBadValuesNamingTheSetting(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		mention string
+	}{
+		{"bad duration flag", []string{"--poll-interval", "soon"}, nil, "poll-interval"},
+		{"bad duration env", nil, map[string]string{"MARKETD_POLL_INTERVAL": "soon"}, "MARKETD_POLL_INTERVAL"},
+		{"too short interval", []string{"--poll-interval", "10ms"}, nil, "poll-interval"},
+		{"bad rate", []string{"--rate-list", "0"}, nil, "rate-list"},
+		{"bad rate env", nil, map[string]string{"MARKETD_RATE_ITEM": "many"}, "MARKETD_RATE_ITEM"},
+		{"bad addr", []string{"--http-addr", "8080"}, nil, "http-addr"},
+		{"admin on public port", []string{"--http-addr", ":8080", "--admin-addr", ":8080"}, nil, "admin-addr"},
+		{"bad nats", []string{"--nats", "localhost"}, nil, "nats"},
+		{"bad proxy", []string{"--trusted-proxies", "not-an-ip"}, nil, "trusted-proxies"},
+		{"short cursor key", []string{"--cursor-key", "abc"}, nil, "cursor-key"},
+		{"bad source url", []string{"--source-sales-url", "ftp://x"}, nil, "source-sales-url"},
+		{"unknown flag", []string{"--nope"}, nil, "nope"},
+		{"stray argument", []string{"extra"}, nil, "extra"},
+		{"bad log level", []string{"--log-level", "loud"}, nil, "log-level"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := config.Load(tt.args, env(tt.env), nil)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.mention)
+			assert.NotContains(t, err.Error(), "\n", "one line")
+		})
+	}
+}
+
+func TestLoadHelp(t *testing.T) {
+	var out strings.Builder
+	_, err := config.Load([]string{"-h"}, env(nil), &out)
+	assert.True(t, errors.Is(err, flag.ErrHelp))
+	assert.Contains(t, out.String(), "MARKETD_HTTP_ADDR")
+}
+
+func TestRedactedHidesCursorKey(t *testing.T) {
+	c, err := config.Load([]string{"--cursor-key", "0123456789abcdef-secret"}, env(nil), nil)
+	require.NoError(t, err)
+	r := c.Redacted()
+	assert.Equal(t, "[redacted]", r["cursor-key"])
+	for _, v := range r {
+		assert.NotContains(t, v, "secret")
+	}
+	assert.Equal(t, ":8080", r["http-addr"])
+}
