@@ -1,0 +1,37 @@
+# marketd — the two commands of the quick start are `make run` and `make test`.
+GO        ?= go
+BIN       := bin/marketd
+PKGS      := ./...
+TESTFLAGS ?= -race -count=1 -timeout 30m
+
+.PHONY: run test build bench vet check-imports fuzz clean
+
+## run: the whole system in one process (embedded NATS, simulator, ingest, projector, API) with demo data
+run: build
+	./$(BIN) all --log-format console
+
+## build: the one binary
+build:
+	$(GO) build -o $(BIN) ./cmd/marketd
+
+## test: package arrows, vet, then every test with the race detector
+test: check-imports vet
+	$(GO) test $(TESTFLAGS) $(PKGS)
+
+check-imports:
+	./scripts/check-imports
+
+vet:
+	$(GO) vet $(PKGS)
+
+## bench: the performance harness (about 15 minutes; report under bench-results/)
+bench:
+	./scripts/bench
+
+## fuzz: a short run of every fuzz target (FUZZTIME each)
+FUZZTIME ?= 20s
+fuzz:
+	./scripts/fuzz $(FUZZTIME)
+
+clean:
+	rm -rf bin data bench-results
