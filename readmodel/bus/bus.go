@@ -1,0 +1,257 @@
+// Package bus carries readmodel messages over NATS JetStream: the stream
+// layout, subjects with encoded ids, the wire encoding, an idempotent
+// asynchronous publisher and an embedded server for single-machine use.
+//
+// Streams. StateStream is compacted: MaxMsgsPerSubject=1 keeps only the
+// latest message of each subject, so replaying it from the start rebuilds
+// current state at bounded size. SalesStream is append-only. Every publish
+// carries Nats-Msg-Id = Message.ID, and the streams' duplicate window
+// (DefaultDuplicates, longer than a poll interval plus retries) drops
+// retried publishes.
+//
+// Subjects never contain raw ids: collection ids are base32hex-encoded
+// (unpadded, so the alphabet is [0-9A-V]) and empty parts become "-", so any
+// id content — dots, wildcards, spaces, NUL — yields a valid literal
+// subject.
+package bus
+
+import (
+	"context"
+	"encoding/base32"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/marketd/marketd/readmodel"
+)
+
+// StateStream is the compacted state stream.
+//
+// WARNING: renaming it means every node's saved position no longer matches
+// any stream, and every node re-consumes from scratch.
+const StateStream = "MARKETD_STATE"
+
+// SalesStream is the append-only sales stream.
+//
+// WARNING: renaming it means every node re-consumes from scratch.
+const SalesStream = "MARKETD_SALES"
+
+// Subject prefixes of the two streams.
+const (
+	statePrefix = "marketd.state"
+	salesPrefix = "marketd.sales"
+)
+
+// DefaultDuplicates is the default duplicate window: well above the default
+// 2-minute poll interval plus a cycle's retries, so a publish retried after
+// a slow or lost ack is still recognised.
+const DefaultDuplicates = 15 * time.Minute
+
+// MaxMessageBytes is the largest encoded message ingest should publish: a
+// quarter of the NATS default max payload (1 MiB), leaving room for headers
+// and for servers configured below the default. Larger sets are chunked
+// (token buckets) or trimmed (listing rows beyond what the snapshot needs).
+const MaxMessageBytes = 256 << 10
+
+var idEncoding = base32.HexEncoding.WithPadding(base32.NoPadding)
+
+// EncodeToken encodes an arbitrary id as one subject token: base32hex
+// without padding, "-" for the empty string.
+func EncodeToken(id string) string {
+	if id == "" {
+		return "-"
+	}
+	return idEncoding.EncodeToString([]byte(id))
+}
+
+// DecodeToken reverses EncodeToken.
+func DecodeToken(tok string) (string, error) {
+	if tok == "-" {
+		return "", nil
+	}
+	b, err := idEncoding.DecodeString(tok)
+	if err != nil {
+		return "", readmodel.Wrap(readmodel.BadRequest, err, "bad subject token")
+	}
+	return string(b), nil
+}
+
+// Subject returns the subject msg is published on:
+//
+//	marketd.state.<kind>.<source>.<collection>[.<bucket>]   state kinds
+//	marketd.sales.<collection>                              sales
+//
+// The kind and source are fixed vocabulary but are encoded too when they are
+// not plain lowercase words, so hostile input can never change a subject's
+// shape. The result is one subject per compacted state (last value wins).
+func Subject(msg *readmodel.Message) string {
+	coll := EncodeToken(msg.CollectionID)
+	if msg.Kind == readmodel.KindSales {
+		return salesPrefix + "." + coll
+	}
+	s := statePrefix + "." + word(string(msg.Kind)) + "." + word(string(msg.Source)) + "." + coll
+	if msg.Kind == readmodel.KindTokens {
+		s += "." + strconv.FormatUint(uint64(msg.Bucket), 10)
+	}
+	return s
+}
+
+// word returns s when it is a non-empty run of [a-z-], else its encoding.
+func word(s string) string {
+	if s == "" {
+		return "-"
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 'a' || c > 'z') && c != '-' {
+			return "x" + EncodeToken(s)
+		}
+	}
+	return s
+}
+
+// StreamFor names the stream that carries msg.
+func StreamFor(msg *readmodel.Message) string {
+	if msg.Kind == readmodel.KindSales {
+		return SalesStream
+	}
+	return StateStream
+}
+
+// Encode returns msg's wire form (JSON). It fails with a BadRequest
+// *readmodel.Error when msg is not a valid message (see Validate).
+func Encode(msg *readmodel.Message) ([]byte, error) {
+	if err := Validate(msg); err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(msg)
+	if err != nil {
+		return nil, readmodel.Wrap(readmodel.BadRequest, err, "encode message")
+	}
+	return b, nil
+}
+
+// Decode parses a wire message. It fails with a BadRequest
+// *readmodel.Error for anything that is not a valid message; it never
+// panics.
+func Decode(b []byte) (*readmodel.Message, error) {
+	var m readmodel.Message
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, readmodel.Wrap(readmodel.BadRequest, err, "decode message")
+	}
+	if err := Validate(&m); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// Validate checks that msg has an ID, a known Kind and the payload its
+// Kind names.
+func Validate(msg *readmodel.Message) error {
+	if msg == nil || msg.ID == "" {
+		return readmodel.Errorf(readmodel.BadRequest, "message without id")
+	}
+	ok := false
+	switch msg.Kind {
+	case readmodel.KindCollection:
+		ok = msg.Collection != nil && msg.CollectionID != ""
+	case readmodel.KindStats:
+		ok = msg.Stats != nil && msg.CollectionID != ""
+	case readmodel.KindAnalytics:
+		ok = msg.Analytics != nil && msg.CollectionID != ""
+	case readmodel.KindListings:
+		_, src := readmodel.ParseSource(string(msg.Source))
+		ok = src && msg.CollectionID != ""
+	case readmodel.KindTokens:
+		ok = msg.CollectionID != ""
+	case readmodel.KindRates:
+		ok = true
+	case readmodel.KindStatus:
+		_, src := readmodel.ParseSource(string(msg.Source))
+		ok = src && msg.Status != nil
+	case readmodel.KindSales:
+		ok = msg.CollectionID != ""
+	}
+	if !ok {
+		return readmodel.Errorf(readmodel.BadRequest, "message %q: kind %q without its payload", msg.ID, msg.Kind)
+	}
+	return nil
+}
+
+// StreamOptions configures EnsureStreams.
+type StreamOptions struct {
+	// Replicas is the stream replication factor: 1 for a single server, 3
+	// on a three-server cluster. 0 means 1.
+	Replicas int
+	// Duplicates is the Nats-Msg-Id dedupe window; 0 means
+	// DefaultDuplicates.
+	Duplicates time.Duration
+	// SalesMaxAge bounds the sales stream's history; 0 keeps it forever.
+	SalesMaxAge time.Duration
+}
+
+// StreamConfigs returns the two stream configurations for opts.
+func StreamConfigs(opts StreamOptions) []jetstream.StreamConfig {
+	if opts.Replicas <= 0 {
+		opts.Replicas = 1
+	}
+	if opts.Duplicates <= 0 {
+		opts.Duplicates = DefaultDuplicates
+	}
+	return []jetstream.StreamConfig{
+		{
+			Name:              StateStream,
+			Description:       "marketd current state: last value per subject",
+			Subjects:          []string{statePrefix + ".>"},
+			Retention:         jetstream.LimitsPolicy,
+			MaxMsgsPerSubject: 1,
+			Discard:           jetstream.DiscardOld,
+			Storage:           jetstream.FileStorage,
+			Replicas:          opts.Replicas,
+			Duplicates:        opts.Duplicates,
+			MaxMsgSize:        -1,
+		},
+		{
+			Name:        SalesStream,
+			Description: "marketd sales: append-only",
+			Subjects:    []string{salesPrefix + ".>"},
+			Retention:   jetstream.LimitsPolicy,
+			Discard:     jetstream.DiscardOld,
+			Storage:     jetstream.FileStorage,
+			Replicas:    opts.Replicas,
+			Duplicates:  opts.Duplicates,
+			MaxAge:      opts.SalesMaxAge,
+			MaxMsgSize:  -1,
+		},
+	}
+}
+
+// EnsureStreams creates the two streams or updates them to opts. It is
+// idempotent and safe to call from every process at start-up. Errors are
+// UpstreamError *readmodel.Error values.
+func EnsureStreams(ctx context.Context, js jetstream.JetStream, opts StreamOptions) error {
+	for _, cfg := range StreamConfigs(opts) {
+		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
+			return readmodel.Wrap(readmodel.UpstreamError, err, "ensure stream "+cfg.Name)
+		}
+	}
+	return nil
+}
+
+// translate turns a NATS error into a *readmodel.Error.
+func translate(err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	var re *readmodel.Error
+	if errors.As(err, &re) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return readmodel.Wrap(readmodel.UpstreamError, err, what+": "+err.Error())
+	}
+	return readmodel.Wrap(readmodel.UpstreamError, err, fmt.Sprintf("%s failed", what))
+}

@@ -1,0 +1,149 @@
+package bus_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/bus"
+	"github.com/marketd/marketd/readmodel/bus/bustest"
+)
+
+func TestSubjectEncodesHostileIDs(t *testing.T) {
+	cases := []struct {
+		name string
+		msg  readmodel.Message
+	}{
+		{"plain", readmodel.Message{Kind: readmodel.KindListings, Source: readmodel.SourceOrderBook, CollectionID: "ethereum_0xabc"}},
+		{"dots and wildcards", readmodel.Message{Kind: readmodel.KindListings, Source: readmodel.SourceOrderBook, CollectionID: "a.b.*.>"}},
+		{"spaces and controls", readmodel.Message{Kind: readmodel.KindCollection, CollectionID: "a b\t\r\n\x00"}},
+		{"unicode", readmodel.Message{Kind: readmodel.KindStats, CollectionID: "コレクション✓"}},
+		{"empty collection", readmodel.Message{Kind: readmodel.KindStatus, Source: readmodel.SourcePriceFeed}},
+		{"hostile source", readmodel.Message{Kind: readmodel.KindStatus, Source: "a.b c", CollectionID: "x"}},
+		{"tokens bucket", readmodel.Message{Kind: readmodel.KindTokens, CollectionID: "solana_abc", Bucket: 7}},
+		{"sales", readmodel.Message{Kind: readmodel.KindSales, CollectionID: "x.>*"}},
+		{"long id", readmodel.Message{Kind: readmodel.KindCollection, CollectionID: strings.Repeat("z", 200)}},
+	}
+	seen := map[string]string{}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := bus.Subject(&tc.msg)
+			for _, tok := range strings.Split(s, ".") {
+				assert.NotEmpty(t, tok, "empty token in %q", s)
+				assert.NotContains(t, []string{"*", ">"}, tok)
+				for _, r := range tok {
+					assert.True(t, r > ' ' && r < 0x7f, "byte %q in subject %q", r, s)
+				}
+			}
+			if tc.msg.Kind == readmodel.KindSales {
+				assert.True(t, strings.HasPrefix(s, "marketd.sales."))
+			} else {
+				assert.True(t, strings.HasPrefix(s, "marketd.state."))
+			}
+			if prev, dup := seen[s]; dup {
+				t.Errorf("subject %q shared with case %q", s, prev)
+			}
+			seen[s] = tc.name
+			got, err := bus.DecodeToken(bus.EncodeToken(tc.msg.CollectionID))
+			require.NoError(t, err)
+			assert.Equal(t, tc.msg.CollectionID, got)
+		})
+	}
+}
+
+func TestDecodeRejectsBadInput(t *testing.T) {
+	cases := []struct {
+		name string
+		data string
+	}{
+		{"not json", "{"},
+		{"empty", ""},
+		{"no id", `{"kind":"rates","rates":{}}`},
+		{"unknown kind", `{"id":"1","kind":"bogus"}`},
+		{"kind without payload", `{"id":"1","kind":"collection","collectionId":"x"}`},
+		{"listings unknown source", `{"id":"1","kind":"listings","source":"nope","collectionId":"x"}`},
+		{"status without status", `{"id":"1","kind":"status","source":"order-book"}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := bus.Decode([]byte(tc.data))
+			assert.Equal(t, readmodel.BadRequest, readmodel.ErrorCode(err))
+		})
+	}
+}
+
+func TestPublishRoundTripAndDedupe(t *testing.T) {
+	ctx := context.Background()
+	js := bustest.MustConnect(t, bustest.MustStartServer(t), 1)
+	require.NoError(t, bus.EnsureStreams(ctx, js, bus.StreamOptions{}), "second EnsureStreams is idempotent")
+
+	obs := time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)
+	state := &readmodel.Message{ID: "c1/listings", Kind: readmodel.KindListings, Source: readmodel.SourceOrderBook,
+		CollectionID: "a.b*>", ObservedAt: obs,
+		Listings: []readmodel.ListingRow{{Chain: readmodel.Ethereum, ContractAddress: "0xabc", TokenID: "1", CollectionID: "a.b*>", PriceRaw: "10", Marketplace: "NATIVE", Status: readmodel.StatusActive}}}
+	sale := &readmodel.Message{ID: "c1/sales", Kind: readmodel.KindSales, CollectionID: "a.b*>", ObservedAt: obs,
+		Sales: []readmodel.SaleRow{{Chain: readmodel.Ethereum, CollectionID: "a.b*>", PriceRaw: "5", Marketplace: "NATIVE", Tx: "0x1"}}}
+
+	pub := bus.NewPublisher(js)
+	require.NoError(t, pub.Publish(ctx, state))
+	require.NoError(t, pub.Publish(ctx, sale))
+	require.NoError(t, pub.Publish(ctx, state)) // a retry: same Nats-Msg-Id
+	pos, err := pub.Flush(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, readmodel.Position{State: 1, Sales: 1}, pos)
+
+	for _, tc := range []struct {
+		name   string
+		stream string
+		want   *readmodel.Message
+	}{
+		{"state", bus.StateStream, state},
+		{"sales", bus.SalesStream, sale},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := js.Stream(ctx, tc.stream)
+			require.NoError(t, err)
+			info, err := s.Info(ctx)
+			require.NoError(t, err)
+			assert.EqualValues(t, 1, info.State.Msgs, "the retried publish was deduplicated")
+			raw, err := s.GetMsg(ctx, 1)
+			require.NoError(t, err)
+			assert.Equal(t, bus.Subject(tc.want), raw.Subject)
+			assert.Equal(t, tc.want.ID, raw.Header.Get(jetstream.MsgIDHeader))
+			got, err := bus.Decode(raw.Data)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+
+	t.Run("state stream keeps the last value per subject", func(t *testing.T) {
+		next := *state
+		next.ID = "c2/listings"
+		next.Listings = nil
+		require.NoError(t, pub.Publish(ctx, &next))
+		pos, err := pub.Flush(ctx)
+		require.NoError(t, err)
+		assert.EqualValues(t, 2, pos.State, "a deduplicated publish takes no sequence")
+		s, err := js.Stream(ctx, bus.StateStream)
+		require.NoError(t, err)
+		info, err := s.Info(ctx)
+		require.NoError(t, err)
+		assert.EqualValues(t, 1, info.State.Msgs)
+	})
+}
+
+func TestStreamConfigsDocumentedDurability(t *testing.T) {
+	cfgs := bus.StreamConfigs(bus.StreamOptions{Replicas: 3})
+	require.Len(t, cfgs, 2)
+	assert.EqualValues(t, 1, cfgs[0].MaxMsgsPerSubject, "state stream is compacted")
+	for _, c := range cfgs {
+		assert.Equal(t, 3, c.Replicas)
+		assert.Greater(t, c.Duplicates, 2*time.Minute+time.Minute, "dedupe window above poll interval plus retries")
+	}
+}

@@ -1,0 +1,112 @@
+package bus
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/marketd/marketd/readmodel"
+)
+
+// maxInFlight bounds unacknowledged async publishes; Publish waits for the
+// outstanding acks before going past it.
+const maxInFlight = 512
+
+// publishRetries is how many times a publish whose ack failed is sent again
+// (with the same Nats-Msg-Id, so the stream stores it at most once).
+const publishRetries = 3
+
+// Publisher publishes messages asynchronously with Nats-Msg-Id = msg.ID.
+// It implements ingest's Publisher interface. It is safe for concurrent use.
+type Publisher struct {
+	js      jetstream.JetStream
+	mu      sync.Mutex
+	pending []pending
+	acked   readmodel.Position
+	err     error
+}
+
+type pending struct {
+	fut jetstream.PubAckFuture
+	msg *nats.Msg
+}
+
+// NewPublisher returns a Publisher on js.
+func NewPublisher(js jetstream.JetStream) *Publisher { return &Publisher{js: js} }
+
+// Publish encodes msg and sends it without waiting for the ack. It fails
+// with BadRequest for an invalid message and UpstreamError when the
+// connection refuses the publish; ack failures surface from Flush.
+func (p *Publisher) Publish(ctx context.Context, msg *readmodel.Message) error {
+	data, err := Encode(msg)
+	if err != nil {
+		return err
+	}
+	nm := nats.NewMsg(Subject(msg))
+	nm.Data = data
+	nm.Header.Set(jetstream.MsgIDHeader, msg.ID)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.pending) >= maxInFlight {
+		p.waitLocked(ctx)
+	}
+	fut, err := p.js.PublishMsgAsync(nm, jetstream.WithMsgID(msg.ID))
+	if err != nil {
+		return translate(err, "publish")
+	}
+	p.pending = append(p.pending, pending{fut: fut, msg: nm})
+	return nil
+}
+
+// Flush waits until every message published so far is acknowledged and
+// returns the highest acknowledged sequence per stream (over the
+// Publisher's lifetime). A message whose ack failed is re-sent up to a few
+// times with the same Nats-Msg-Id; if it still fails, Flush returns an
+// UpstreamError (and clears it, so the next Flush reports new failures
+// only).
+func (p *Publisher) Flush(ctx context.Context) (readmodel.Position, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.waitLocked(ctx)
+	err := p.err
+	p.err = nil
+	return p.acked, err
+}
+
+func (p *Publisher) waitLocked(ctx context.Context) {
+	for _, pd := range p.pending {
+		var ack *jetstream.PubAck
+		var err error
+		select {
+		case ack = <-pd.fut.Ok():
+		case err = <-pd.fut.Err():
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		for i := 0; err != nil && ctx.Err() == nil && i < publishRetries; i++ {
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			ack, err = p.js.PublishMsg(rctx, pd.msg, jetstream.WithMsgID(pd.msg.Header.Get(jetstream.MsgIDHeader)))
+			cancel()
+		}
+		if err != nil {
+			if p.err == nil {
+				p.err = translate(err, "publish ack")
+			}
+			continue
+		}
+		p.note(ack)
+	}
+	p.pending = p.pending[:0]
+}
+
+func (p *Publisher) note(ack *jetstream.PubAck) {
+	switch ack.Stream {
+	case StateStream:
+		p.acked.State = max(p.acked.State, ack.Sequence)
+	case SalesStream:
+		p.acked.Sales = max(p.acked.Sales, ack.Sequence)
+	}
+}
