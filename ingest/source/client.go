@@ -1,0 +1,151 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/marketd/marketd/readmodel"
+)
+
+// Error classes of a failed poll; they become readmodel.PollStatus.ErrorClass.
+const (
+	ClassTimeout    = "timeout"     // no answer within the timeout
+	ClassHTTP5xx    = "http_5xx"    // the upstream answered 5xx
+	ClassHTTPStatus = "http_status" // any other non-200 status
+	ClassBadPayload = "bad_payload" // invalid JSON, wrong shape, too large
+	ClassTransport  = "transport"   // connection refused, reset, DNS
+)
+
+type classError struct {
+	class string
+	err   error
+}
+
+func (e *classError) Error() string { return e.class + ": " + e.err.Error() }
+func (e *classError) Unwrap() error { return e.err }
+
+func classed(class string, err error) error { return &classError{class: class, err: err} }
+
+// ErrorClass returns the class of a poll error returned by this package
+// (ClassTimeout, ClassHTTP5xx, ...), ClassTransport for any other non-nil
+// error and "" for nil.
+func ErrorClass(err error) string {
+	if err == nil {
+		return ""
+	}
+	var ce *classError
+	if errors.As(err, &ce) {
+		return ce.class
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return ClassTimeout
+	}
+	return ClassTransport
+}
+
+// Client reads one upstream. It is safe for concurrent use.
+type Client struct {
+	src     readmodel.Source
+	base    string
+	timeout time.Duration
+	hc      *http.Client
+}
+
+// NewClient returns a client for src at base (no trailing slash needed).
+// timeout bounds each request (every page of a walk separately); 0 means 30 s.
+// hc may be nil for a default client.
+func NewClient(src readmodel.Source, base string, timeout time.Duration, hc *http.Client) *Client {
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	if hc == nil {
+		hc = &http.Client{Transport: &http.Transport{
+			Proxy:               http.ProxyFromEnvironment,
+			DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+			MaxIdleConnsPerHost: 8,
+			IdleConnTimeout:     90 * time.Second,
+		}}
+	}
+	return &Client{src: src, base: strings.TrimRight(base, "/"), timeout: timeout, hc: hc}
+}
+
+// Source is the upstream this client reads.
+func (c *Client) Source() readmodel.Source { return c.src }
+
+// get fetches base+path?q and decodes the JSON answer into v. Errors are
+// *readmodel.Error with code upstream_error wrapping a classed cause.
+func (c *Client) get(ctx context.Context, path string, q url.Values, v any) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	u := c.base + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return c.fail(classed(ClassTransport, err))
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return c.fail(classed(ClassTimeout, err))
+		}
+		return c.fail(classed(ClassTransport, err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		class := ClassHTTPStatus
+		if resp.StatusCode >= 500 {
+			class = ClassHTTP5xx
+		}
+		return c.fail(classed(class, fmt.Errorf("status %d", resp.StatusCode)))
+	}
+	if err := decodeBody(resp.Body, v); err != nil {
+		if ctx.Err() != nil {
+			return c.fail(classed(ClassTimeout, err))
+		}
+		return c.fail(err)
+	}
+	return nil
+}
+
+func (c *Client) fail(err error) error {
+	return readmodel.Wrap(readmodel.UpstreamError, err, fmt.Sprintf("%s: poll failed (%s)", c.src, ErrorClass(err)))
+}
+
+// walk fetches every page of a paged endpoint, calling fn per page in
+// order. It stops at the first error (from the upstream or from fn).
+func walk[T any](ctx context.Context, c *Client, path string, q url.Values, limit int, fn func(*Page[T]) error) error {
+	if q == nil {
+		q = url.Values{}
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	for pages := 0; ; pages++ {
+		if pages > 1_000_000 {
+			return c.fail(classed(ClassBadPayload, errors.New("cursor never ends")))
+		}
+		var p Page[T]
+		if err := c.get(ctx, path, q, &p); err != nil {
+			return err
+		}
+		if err := fn(&p); err != nil {
+			return err
+		}
+		if p.NextCursor == "" || p.NextCursor == q.Get("cursor") {
+			return nil
+		}
+		q.Set("cursor", p.NextCursor)
+	}
+}
