@@ -1,0 +1,649 @@
+package readmodel
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/big"
+	"sort"
+	"time"
+)
+
+// This file holds the pure view-building functions the projector uses: they
+// turn normalized rows into the JSON bodies of SPEC §2. They read no clock
+// and no storage; every input is a parameter. They are safe for concurrent
+// use.
+
+// USDRate returns the USD price of one whole unit of c's currency, or nil
+// when it is unknown: the rates have no entry for it, the price feed's
+// latest poll failed, or c has no feed (Polygon, ApeChain).
+func USDRate(rates USDRates, feedOK bool, c Chain) *float64 {
+	if !feedOK || !c.HasUSDFeed() || rates == nil {
+		return nil
+	}
+	r, ok := rates[c.Currency()]
+	if !ok {
+		return nil
+	}
+	return &r
+}
+
+// PriceOf builds the Price of raw base units on c. ok is false when raw
+// cannot be interpreted (then the value must be dropped, never served).
+func PriceOf(c Chain, raw string, usd *float64) (p Price, ok bool) {
+	n, err := ParseRaw(raw)
+	if err != nil {
+		return Price{}, false
+	}
+	return NewPrice(c, n, usd), true
+}
+
+func pricePtr(c Chain, raw string, usd *float64) *Price {
+	if raw == "" {
+		return nil
+	}
+	p, ok := PriceOf(c, raw, usd)
+	if !ok {
+		return nil
+	}
+	return &p
+}
+
+// ListingItem renders a listing row as the MarketItem of a listings feed.
+// observedAt stands in for a missing row timestamp. ok is false when the
+// row's price cannot be interpreted.
+func ListingItem(r *ListingRow, usd *float64, observedAt time.Time) (MarketItem, bool) {
+	p, ok := PriceOf(r.Chain, r.PriceRaw, usd)
+	if !ok {
+		return MarketItem{}, false
+	}
+	it := MarketItem{
+		Chain:        r.Chain,
+		CollectionID: r.CollectionID,
+		Price:        p,
+		Seller:       StrPtr(r.Seller),
+		Marketplace:  r.Marketplace,
+		Status:       r.Status,
+		OrderID:      StrPtr(r.OrderID),
+	}
+	if r.Chain == Solana {
+		it.Mint = StrPtr(r.Mint)
+		if r.Native() {
+			it.Tx = StrPtr(r.Tx) // the escrow transfer signature
+		}
+	} else {
+		it.ContractAddress = StrPtr(r.ContractAddress)
+		it.TokenID = StrPtr(r.TokenID)
+	}
+	if r.ExpiresAt != nil {
+		s := FormatTime(*r.ExpiresAt)
+		it.ExpiresAt = &s
+	}
+	ts := r.Timestamp
+	if ts.IsZero() {
+		ts = observedAt
+	}
+	it.Timestamp = FormatTime(ts)
+	return it, true
+}
+
+// SaleItem renders a sale row as a MarketItem. ok is false when the sale's
+// price cannot be interpreted: such sales are dropped at projection.
+func SaleItem(s *SaleRow, usd *float64) (MarketItem, bool) {
+	p, ok := PriceOf(s.Chain, s.PriceRaw, usd)
+	if !ok {
+		return MarketItem{}, false
+	}
+	st := s.Status
+	if st == "" {
+		st = StatusSold
+	}
+	it := MarketItem{
+		Chain:        s.Chain,
+		CollectionID: s.CollectionID,
+		Price:        p,
+		Seller:       StrPtr(s.Seller),
+		Buyer:        StrPtr(s.Buyer),
+		Marketplace:  s.Marketplace,
+		Status:       st,
+		Timestamp:    FormatTime(s.Timestamp),
+		OrderID:      StrPtr(s.OrderID),
+		Tx:           StrPtr(s.Tx),
+	}
+	if s.Chain == Solana {
+		it.Mint = StrPtr(s.Mint)
+	} else {
+		it.ContractAddress = StrPtr(s.ContractAddress)
+		it.TokenID = StrPtr(s.TokenID)
+	}
+	return it, true
+}
+
+// MarshalItem encodes v as compact JSON. Every value this package renders is
+// plain data, so encoding cannot fail; a failure yields "null".
+func MarshalItem(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return []byte("null")
+	}
+	return b
+}
+
+// collectionIdentity is the identity part shared by CollectionSummary and
+// CollectionDetail, in SPEC's field order.
+type collectionIdentity struct {
+	ID              string  `json:"id"`
+	Chain           *Chain  `json:"chain"`
+	ContractAddress *string `json:"contractAddress"`
+	Name            string  `json:"name"`
+	Slug            *string `json:"slug"`
+	Image           *string `json:"image"`
+	Banner          *string `json:"banner"`
+	Description     *string `json:"description"`
+	TokenStandard   *string `json:"tokenStandard"`
+	RoyaltyBps      *int64  `json:"royaltyBps"`
+}
+
+func identity(d *CollectionDoc) collectionIdentity {
+	id := collectionIdentity{
+		ID:              d.ID,
+		ContractAddress: StrPtr(d.ContractAddress),
+		Name:            d.Name,
+		Slug:            StrPtr(d.Slug),
+		Image:           StrPtr(d.Image),
+		Banner:          StrPtr(d.Banner),
+		Description:     StrPtr(d.Description),
+		TokenStandard:   StrPtr(d.TokenStandard),
+		RoyaltyBps:      d.RoyaltyBps,
+	}
+	if id.Name == "" {
+		id.Name = d.ID
+	}
+	if d.Chain.Valid() {
+		c := d.Chain
+		id.Chain = &c
+	}
+	return id
+}
+
+type summaryStats struct {
+	Floor         *Price   `json:"floor"`
+	VolumeAllTime *float64 `json:"volumeAllTime"`
+	Supply        *int64   `json:"supply"`
+	Owners        *int64   `json:"owners"`
+}
+
+type collectionSummary struct {
+	collectionIdentity
+	Stats summaryStats `json:"stats"`
+}
+
+// CollectionSummaryJSON renders the CollectionSummary of a browse page:
+// stats.floor from the stored snapshot (none without a usable chain),
+// volumeAllTime, supply and owners from the document.
+func CollectionSummaryJSON(d *CollectionDoc, usd *float64) []byte {
+	s := collectionSummary{collectionIdentity: identity(d)}
+	if d.Chain.Valid() {
+		s.Stats.Floor = pricePtr(d.Chain, d.FloorRaw, usd)
+	}
+	s.Stats.VolumeAllTime = d.VolumeAllTime
+	s.Stats.Supply = d.Supply
+	s.Stats.Owners = d.Owners
+	return MarshalItem(s)
+}
+
+// DetailInputs is what a CollectionDetail is computed from. A nil Stats or
+// Analytics means no answer is stored; the Failed flags are the latest poll
+// outcomes of indexer-stats and analytics for the collection.
+type DetailInputs struct {
+	Doc             *CollectionDoc
+	Stats           *CollectionStats
+	StatsFailed     bool
+	Analytics       *Analytics
+	AnalyticsFailed bool
+	USD             *float64
+}
+
+type windows struct {
+	AllTime        any `json:"allTime"`
+	SevenDay       any `json:"sevenDay"`
+	TwentyFourHour any `json:"twentyFourHour"`
+}
+
+type detailStats struct {
+	Floor       *Price  `json:"floor"`
+	Volume      windows `json:"volume"`
+	Sales       windows `json:"sales"`
+	Supply      *int64  `json:"supply"`
+	Owners      *int64  `json:"owners"`
+	ListedCount *int64  `json:"listedCount"`
+}
+
+type collectionDetail struct {
+	collectionIdentity
+	Stats detailStats `json:"stats"`
+	Stale bool        `json:"stale"`
+}
+
+// CollectionDetailJSON renders CollectionDetail by SPEC's rules: floor from
+// live analytics (when its poll is ok) else the stored snapshot; volume and
+// sales windows null when analytics failed; owners and listedCount null when
+// indexer-stats failed; supply from the document else the indexed count;
+// stale only when both failed.
+func CollectionDetailJSON(in DetailInputs) []byte {
+	d := in.Doc
+	out := collectionDetail{collectionIdentity: identity(d)}
+	an := in.Analytics
+	if in.AnalyticsFailed {
+		an = nil
+	}
+	st := in.Stats
+	if in.StatsFailed {
+		st = nil
+	}
+	if d.Chain.Valid() {
+		if an != nil && an.FloorRaw != "" {
+			out.Stats.Floor = pricePtr(d.Chain, an.FloorRaw, in.USD)
+		}
+		if out.Stats.Floor == nil {
+			out.Stats.Floor = pricePtr(d.Chain, d.FloorRaw, in.USD)
+		}
+	}
+	out.Stats.Volume = windows{AllTime: nilF(nil), SevenDay: nilF(nil), TwentyFourHour: nilF(nil)}
+	out.Stats.Sales = windows{AllTime: nilI(nil), SevenDay: nilI(nil), TwentyFourHour: nilI(nil)}
+	if an != nil {
+		out.Stats.Volume = windows{AllTime: nilF(an.VolumeAllTime), SevenDay: nilF(an.Volume7d), TwentyFourHour: nilF(an.Volume24h)}
+		out.Stats.Sales = windows{AllTime: nilI(an.SalesAllTime), SevenDay: nilI(an.Sales7d), TwentyFourHour: nilI(an.Sales24h)}
+	}
+	out.Stats.Supply = d.Supply
+	if st != nil {
+		if out.Stats.Supply == nil {
+			out.Stats.Supply = st.IndexedCount
+		}
+		out.Stats.Owners = st.Owners
+		if out.Stats.Owners == nil {
+			out.Stats.Owners = d.Owners
+		}
+		out.Stats.ListedCount = st.ListedCount
+	} else if !in.StatsFailed {
+		out.Stats.Owners = d.Owners
+	}
+	out.Stale = in.StatsFailed && in.AnalyticsFailed
+	return MarshalItem(out)
+}
+
+func nilF(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func nilI(p *int64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// ListingSource is one listing source's stored state for a collection.
+type ListingSource struct {
+	Rows       []ListingRow
+	ObservedAt time.Time
+	// Failed is true when the source's latest poll for the collection
+	// failed; LastGoodAt is then when it last answered well.
+	Failed     bool
+	LastGoodAt time.Time
+}
+
+// SnapshotInputs is what a listing snapshot is merged from.
+type SnapshotInputs struct {
+	// HasContract is false for a collection with no contract address or
+	// collection mint: it contributes no native rows and order-book is stale.
+	HasContract bool
+	OrderBook   ListingSource
+	Mirror      ListingSource
+	// Now decides liveness (status active and unexpired) and whether a
+	// failing source's last good rows are still within Retention of its
+	// LastGoodAt.
+	Now       time.Time
+	Retention time.Duration
+}
+
+// Snapshot is a merged listing snapshot.
+type Snapshot struct {
+	Rows         []ListingRow // deduplicated (native wins), live, sorted, at most ListingsCeiling
+	StaleSources []Source
+	AllFailed    bool
+	// MirrorCheapest is the cheapest live indexer-mirror row (askFloor's
+	// second choice), nil when there is none.
+	MirrorCheapest *ListingRow
+	// Deadline is the earliest future time at which the snapshot changes by
+	// the clock alone (a row expires or a failing source's rows age out);
+	// zero when none.
+	Deadline time.Time
+}
+
+type sortedRow struct {
+	row      *ListingRow
+	raw      *big.Int
+	fromBook bool // a native row read from the order book itself
+}
+
+func lessRow(a, b sortedRow) bool {
+	if c := a.raw.Cmp(b.raw); c != 0 {
+		return c < 0
+	}
+	return a.row.OrderID < b.row.OrderID
+}
+
+// MergeListings merges the order book's and the mirror's rows for one
+// collection by SPEC's listings rules: only live rows with interpretable
+// prices; one row per asset key with the native order-book row winning
+// (then the cheaper, then the smaller orderId, so the result never depends
+// on input order); sorted by price (exact big-integer compare, which agrees
+// with price.decimal) then orderId; capped at ListingsCeiling.
+func MergeListings(in SnapshotInputs) Snapshot {
+	var snap Snapshot
+	obStale := !in.HasContract || in.OrderBook.Failed
+	if obStale {
+		snap.StaleSources = append(snap.StaleSources, SourceOrderBook)
+	}
+	if in.Mirror.Failed {
+		snap.StaleSources = append(snap.StaleSources, SourceIndexerMirror)
+	}
+	snap.AllFailed = obStale && in.Mirror.Failed
+
+	note := func(t time.Time) {
+		if t.After(in.Now) && (snap.Deadline.IsZero() || t.Before(snap.Deadline)) {
+			snap.Deadline = t
+		}
+	}
+	usable := func(s *ListingSource) bool {
+		if !s.Failed {
+			return true
+		}
+		until := s.LastGoodAt.Add(in.Retention)
+		if s.LastGoodAt.IsZero() || !until.After(in.Now) {
+			return false
+		}
+		note(until)
+		return true
+	}
+	best := make(map[string]sortedRow)
+	var mirrorCheapest *sortedRow
+	add := func(s *ListingSource, native bool) {
+		for i := range s.Rows {
+			r := &s.Rows[i]
+			if !r.Live(in.Now) {
+				continue
+			}
+			raw, err := ParseRaw(r.PriceRaw)
+			if err != nil {
+				continue
+			}
+			if r.ExpiresAt != nil {
+				note(*r.ExpiresAt)
+			}
+			cand := sortedRow{row: r, raw: raw, fromBook: native && r.Native()}
+			if !native {
+				if mirrorCheapest == nil || lessRow(cand, *mirrorCheapest) {
+					c := cand
+					mirrorCheapest = &c
+				}
+			}
+			k := r.AssetKey()
+			cur, ok := best[k]
+			switch {
+			case !ok:
+				best[k] = cand
+			case cand.fromBook && !cur.fromBook:
+				best[k] = cand
+			case cur.fromBook && !cand.fromBook:
+			case lessRow(cand, cur):
+				best[k] = cand
+			}
+		}
+	}
+	if in.HasContract && usable(&in.OrderBook) {
+		add(&in.OrderBook, true)
+	}
+	if usable(&in.Mirror) {
+		add(&in.Mirror, false)
+	}
+	rows := make([]sortedRow, 0, len(best))
+	for _, r := range best {
+		rows = append(rows, r)
+	}
+	sort.Slice(rows, func(i, j int) bool { return lessRow(rows[i], rows[j]) })
+	if len(rows) > ListingsCeiling {
+		rows = rows[:ListingsCeiling]
+	}
+	snap.Rows = make([]ListingRow, len(rows))
+	for i, r := range rows {
+		snap.Rows[i] = *r.row
+	}
+	if mirrorCheapest != nil {
+		c := *mirrorCheapest.row
+		snap.MirrorCheapest = &c
+	}
+	return snap
+}
+
+// FloorInputs is what a FloorResponse is computed from.
+type FloorInputs struct {
+	CollectionID string
+	Chain        Chain
+	RoyaltyBps   int64
+	// AnalyticsFloorRaw is the live analytics floor ("" when analytics
+	// failed or reported none); SnapshotFloorRaw the stored snapshot.
+	AnalyticsFloorRaw string
+	SnapshotFloorRaw  string
+	Snapshot          Snapshot
+	USD               *float64
+	// LastGood is the persisted last-good buyer floor (raw) and when it was
+	// computed; used only when both listing sources failed.
+	LastGoodRaw string
+	LastGoodAt  time.Time
+}
+
+// FloorResult is a rendered floor view plus the buyer floor to persist as
+// last-good (BuyerRaw "" when none).
+type FloorResult struct {
+	Body          TimedBody
+	FallbackAfter time.Time
+	Fallback      TimedBody
+	BuyerRaw      string
+}
+
+type floorResponse struct {
+	CollectionID string `json:"collectionId"`
+	AskFloor     *Price `json:"askFloor"`
+	BuyerFloor   *Price `json:"buyerFloor"`
+	Aggregated   bool   `json:"aggregated"`
+	UpdatedAt    string `json:"updatedAt"`
+	Stale        bool   `json:"stale"`
+}
+
+// BuyerFloorRaw is the buyer all-in cost of filling row on chain c: native
+// rows pay ask + platform fee + royalty; external rows their marketplace's
+// buyer total, else ask + royalty. "" when the ask cannot be interpreted.
+func BuyerFloorRaw(c Chain, r *ListingRow, royaltyBps int64) string {
+	ask, err := ParseRaw(r.PriceRaw)
+	if err != nil {
+		return ""
+	}
+	if r.Native() {
+		return ApplyBps(ask, c.PlatformFeeBps()+royaltyBps).String()
+	}
+	if r.BuyerTotalRaw != "" {
+		if bt, err := ParseRaw(r.BuyerTotalRaw); err == nil {
+			return bt.String()
+		}
+	}
+	return ApplyBps(ask, royaltyBps).String()
+}
+
+// FloorJSON renders FloorResponse: askFloor falls back from analytics to
+// the cheapest mirror row to the stored snapshot; buyerFloor comes from the
+// cheapest merged row. When both listing sources failed, chains that keep a
+// last-good buyer floor serve it with stale: true until it is
+// LastGoodBuyerFloorAge old (then Fallback, with a null buyerFloor); other
+// chains serve null with stale: false.
+func FloorJSON(in FloorInputs) FloorResult {
+	c := in.Chain
+	resp := floorResponse{CollectionID: in.CollectionID, Aggregated: true, UpdatedAt: slotMark}
+	resp.AskFloor = pricePtr(c, in.AnalyticsFloorRaw, in.USD)
+	if resp.AskFloor == nil && in.Snapshot.MirrorCheapest != nil {
+		resp.AskFloor = pricePtr(c, in.Snapshot.MirrorCheapest.PriceRaw, in.USD)
+	}
+	if resp.AskFloor == nil {
+		resp.AskFloor = pricePtr(c, in.SnapshotFloorRaw, in.USD)
+	}
+	var res FloorResult
+	if !in.Snapshot.AllFailed {
+		if len(in.Snapshot.Rows) > 0 {
+			res.BuyerRaw = BuyerFloorRaw(c, &in.Snapshot.Rows[0], in.RoyaltyBps)
+			resp.BuyerFloor = pricePtr(c, res.BuyerRaw, in.USD)
+		}
+		res.Body = splitSlot(MarshalItem(resp), updatedAtKey)
+		return res
+	}
+	if c.KeepsLastGoodBuyerFloor() && in.LastGoodRaw != "" && !in.LastGoodAt.IsZero() {
+		if p := pricePtr(c, in.LastGoodRaw, in.USD); p != nil {
+			stale := resp
+			stale.BuyerFloor, stale.Stale = p, true
+			res.Body = splitSlot(MarshalItem(stale), updatedAtKey)
+			res.FallbackAfter = in.LastGoodAt.Add(LastGoodBuyerFloorAge)
+			res.Fallback = splitSlot(MarshalItem(resp), updatedAtKey)
+			return res
+		}
+	}
+	res.Body = splitSlot(MarshalItem(resp), updatedAtKey)
+	return res
+}
+
+// slotMark is the placeholder written where a TimedBody's slot goes.
+const slotMark = "\x00slot\x00"
+
+var (
+	updatedAtKey = []byte(`"updatedAt":"`)
+	timestampKey = []byte(`"timestamp":"`)
+	slotJSON     = []byte(`\u0000slot\u0000"`)
+)
+
+// splitSlot cuts b around the slot value that follows key. The key pattern
+// `"name":"` cannot occur inside a JSON string (an unescaped quote after a
+// colon), so the first match is the field itself.
+func splitSlot(b []byte, key []byte) TimedBody {
+	i := bytes.Index(b, key)
+	if i < 0 || !bytes.HasPrefix(b[i+len(key):], slotJSON) {
+		return TimedBody{Head: b}
+	}
+	head := b[:i+len(key)]
+	tail := b[i+len(key)+len(slotJSON)-1:] // keep the closing quote
+	return TimedBody{Head: head, Tail: tail, Timed: true}
+}
+
+// TokenInputs is what a TokenDetail is computed from.
+type TokenInputs struct {
+	Doc *TokenDoc
+	// Native is the token's live native order-book listing (EVM only), nil
+	// when none.
+	Native     *ListingRow
+	ObservedAt time.Time
+	USD        *float64
+}
+
+type tokenRarity struct {
+	Rank *int64 `json:"rank"`
+}
+
+type tokenOwner struct {
+	Address *string   `json:"address"`
+	Kind    OwnerKind `json:"kind"`
+	Label   *string   `json:"label"`
+}
+
+type lastSale struct {
+	Price Price `json:"price"`
+}
+
+type tokenDetail struct {
+	Chain           Chain       `json:"chain"`
+	ContractAddress *string     `json:"contractAddress"`
+	TokenID         *string     `json:"tokenId"`
+	Mint            *string     `json:"mint"`
+	CollectionID    string      `json:"collectionId"`
+	Name            *string     `json:"name"`
+	Image           *string     `json:"image"`
+	Rarity          tokenRarity `json:"rarity"`
+	Owner           tokenOwner  `json:"owner"`
+	Listing         *MarketItem `json:"listing"`
+	LastSale        *lastSale   `json:"lastSale"`
+}
+
+// TokenJSON renders TokenDetail by SPEC's rules. The listing is the native
+// order-book row for an EVM token listed natively (real timestamp), else the
+// live overlay row, whose timestamp is the TimedBody slot (response-build
+// time); listing.tx is always null. The owner of a listed token is the
+// listing's seller; else a custody asset is kind custody with its label and
+// no address; else the mirror's holder; else unknown.
+func TokenJSON(in TokenInputs) TokenView {
+	d := in.Doc
+	c := d.Chain
+	out := tokenDetail{Chain: c, CollectionID: d.CollectionID, Name: StrPtr(d.Name), Image: StrPtr(d.Image)}
+	if c == Solana {
+		out.Mint = StrPtr(d.TokenID)
+	} else {
+		out.ContractAddress = StrPtr(d.ContractAddress)
+		out.TokenID = StrPtr(d.TokenID)
+	}
+	out.Rarity.Rank = d.RarityRank
+	var listed *ListingRow
+	overlay := false
+	if c.IsEVM() && in.Native != nil {
+		listed = in.Native
+	} else if d.Overlay != nil && d.Overlay.Live(in.ObservedAt) {
+		listed, overlay = d.Overlay, true
+	}
+	if listed != nil {
+		if it, ok := ListingItem(listed, in.USD, in.ObservedAt); ok {
+			it.Chain = c
+			it.CollectionID = d.CollectionID
+			it.Tx = nil
+			if c == Solana {
+				it.Mint, it.ContractAddress, it.TokenID = StrPtr(d.TokenID), nil, nil
+			} else {
+				it.ContractAddress, it.TokenID, it.Mint = StrPtr(d.ContractAddress), StrPtr(d.TokenID), nil
+			}
+			if overlay {
+				it.Timestamp = slotMark
+			}
+			out.Listing = &it
+		} else {
+			listed = nil
+		}
+	}
+	switch {
+	case listed != nil && listed.Seller != "":
+		out.Owner = tokenOwner{Address: StrPtr(listed.Seller), Kind: OwnerWallet}
+	case d.InCustody:
+		out.Owner = tokenOwner{Kind: OwnerCustody, Label: StrPtr(d.CustodyLabel)}
+		if out.Owner.Label == nil {
+			l := "in custody"
+			out.Owner.Label = &l
+		}
+	case d.OwnerAddress != "":
+		out.Owner = tokenOwner{Address: StrPtr(d.OwnerAddress), Kind: OwnerWallet}
+	default:
+		out.Owner = tokenOwner{Kind: OwnerUnknown}
+	}
+	if p := pricePtr(c, d.LastSaleRaw, in.USD); p != nil {
+		out.LastSale = &lastSale{Price: *p}
+	}
+	b := MarshalItem(out)
+	if out.Listing != nil && overlay {
+		return TokenView{Body: splitSlot(b, timestampKey)}
+	}
+	return TokenView{Body: TimedBody{Head: b}}
+}

@@ -1,0 +1,632 @@
+package projector
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/store"
+)
+
+// The stored inputs of a collection, in the projector's own shapes.
+
+type rowsInput struct {
+	ObservedAt time.Time              `json:"observedAt"`
+	Rows       []readmodel.ListingRow `json:"rows"`
+}
+
+type statusInput struct {
+	Seq    uint64               `json:"seq"` // state stream sequence it came in
+	Status readmodel.PollStatus `json:"status"`
+}
+
+type lastGood struct {
+	Raw string    `json:"raw"`
+	At  time.Time `json:"at"`
+}
+
+type tokenInput struct {
+	ObservedAt time.Time          `json:"observedAt"`
+	Doc        readmodel.TokenDoc `json:"doc"`
+}
+
+// job is a pending full re-render (after a rates change or a source-wide
+// status), processed in batches; its state commits with each batch so a
+// crash resumes it.
+type job struct {
+	Sales bool   `json:"sales"` // re-render sale items too (USD changed)
+	After string `json:"after"` // last collection done
+}
+
+const jobName = "rerender"
+
+// render parts
+const (
+	partDetail = 1 << iota
+	partBrowse
+	partListings
+	partFloor
+	partTokens
+	partSales
+	partAll = partDetail | partBrowse | partListings | partFloor | partTokens | partSales
+)
+
+// applier applies one message inside one store transaction.
+type applier struct {
+	tx        *store.Tx
+	now       time.Time // the message's ObservedAt, or the sweep time
+	retention time.Duration
+	seq       uint64
+	version   uint64
+	ratesDone bool
+	rates     readmodel.USDRates
+	feedOK    bool
+}
+
+func (a *applier) ver() uint64 {
+	if a.version == 0 {
+		a.version = a.tx.NextVersion()
+	}
+	return a.version
+}
+
+func (a *applier) loadRates() error {
+	if a.ratesDone {
+		return nil
+	}
+	r, err := store.Get[readmodel.USDRates](a.tx, store.InRates)
+	if err != nil {
+		return err
+	}
+	if r != nil {
+		a.rates = *r
+	}
+	st, err := a.status(readmodel.SourcePriceFeed, "")
+	if err != nil {
+		return err
+	}
+	a.feedOK = st == nil || st.Status.OK
+	a.ratesDone = true
+	return nil
+}
+
+func (a *applier) usd(c readmodel.Chain) *float64 {
+	return readmodel.USDRate(a.rates, a.feedOK, c)
+}
+
+// status returns the latest status of (src, cid), or of the source-wide
+// (src, "") poll when that one came later.
+func (a *applier) status(src readmodel.Source, cid string) (*statusInput, error) {
+	s, err := store.Get[statusInput](a.tx, store.InStatus, string(src), cid)
+	if err != nil || cid == "" {
+		return s, err
+	}
+	w, err := store.Get[statusInput](a.tx, store.InStatus, string(src), "")
+	if err != nil {
+		return nil, err
+	}
+	if w != nil && (s == nil || w.Seq > s.Seq) {
+		return w, nil
+	}
+	return s, nil
+}
+
+func failed(s *statusInput) bool { return s != nil && !s.Status.OK }
+
+// apply applies msg (state stream sequence seq, or sales) and re-renders
+// what it touches. It returns true when a full re-render job was queued.
+func (a *applier) apply(msg *readmodel.Message) error {
+	cid := msg.CollectionID
+	if cid != "" {
+		a.tx.Register(cid)
+	}
+	switch msg.Kind {
+	case readmodel.KindCollection:
+		old, err := store.Get[readmodel.CollectionDoc](a.tx, store.InDoc, cid)
+		if err != nil {
+			return err
+		}
+		doc := *msg.Collection
+		doc.ID = cid
+		a.tx.Put(store.InDoc, doc, cid)
+		var oldAliases []store.Alias
+		if old != nil {
+			oldAliases = aliases(old)
+		}
+		a.tx.SetAliases(cid, oldAliases, aliases(&doc))
+		return a.render(cid, partDetail|partBrowse|partListings|partFloor)
+	case readmodel.KindStats:
+		a.tx.Put(store.InStats, msg.Stats, cid)
+		return a.render(cid, partDetail)
+	case readmodel.KindAnalytics:
+		a.tx.Put(store.InAnalytics, msg.Analytics, cid)
+		return a.render(cid, partDetail|partFloor)
+	case readmodel.KindListings:
+		var oldRows *rowsInput
+		if msg.Source == readmodel.SourceOrderBook {
+			var err error
+			if oldRows, err = store.Get[rowsInput](a.tx, store.InRows, string(msg.Source), cid); err != nil {
+				return err
+			}
+		}
+		a.tx.Put(store.InRows, rowsInput{ObservedAt: msg.ObservedAt, Rows: msg.Listings}, string(msg.Source), cid)
+		if err := a.render(cid, partListings|partFloor); err != nil {
+			return err
+		}
+		if msg.Source == readmodel.SourceOrderBook {
+			return a.renderTokensOf(cid, oldRows, msg.Listings)
+		}
+		return nil
+	case readmodel.KindStatus:
+		a.tx.Put(store.InStatus, statusInput{Seq: a.seq, Status: *msg.Status}, string(msg.Source), cid)
+		if cid == "" {
+			switch msg.Source {
+			case readmodel.SourcePriceFeed:
+				return a.queueJob(true)
+			case readmodel.SourceOrderBook, readmodel.SourceIndexerMirror, readmodel.SourceIndexerStats, readmodel.SourceAnalytics:
+				return a.queueJob(false)
+			}
+			return nil
+		}
+		switch msg.Source {
+		case readmodel.SourceOrderBook, readmodel.SourceIndexerMirror:
+			return a.render(cid, partListings|partFloor)
+		case readmodel.SourceIndexerStats, readmodel.SourceAnalytics:
+			return a.render(cid, partDetail|partFloor)
+		}
+		return nil
+	case readmodel.KindRates:
+		a.tx.Put(store.InRates, msg.Rates)
+		return a.queueJob(true)
+	case readmodel.KindTokens:
+		return a.applyTokens(msg)
+	case readmodel.KindSales:
+		return a.applySales(msg)
+	}
+	return nil
+}
+
+func (a *applier) queueJob(sales bool) error {
+	j, err := store.Get[job](a.tx, store.InJob, jobName)
+	if err != nil {
+		return err
+	}
+	// A newer change restarts the walk so every collection sees it.
+	nj := job{Sales: sales || (j != nil && j.Sales)}
+	a.tx.Put(store.InJob, nj, jobName)
+	return nil
+}
+
+// aliases lists a document's {id} forms: the document id, its address
+// (EVM lowercase; a Solana mint as stored) and its slug.
+func aliases(d *readmodel.CollectionDoc) []store.Alias {
+	out := []store.Alias{{Key: d.ID, Kind: 0, Chain: d.Chain}}
+	if d.ContractAddress != "" {
+		addr := d.ContractAddress
+		if d.Chain.IsEVM() {
+			addr = lowerASCII(addr)
+		}
+		out = append(out, store.Alias{Key: addr, Kind: 1, Chain: d.Chain})
+	}
+	if d.Slug != "" {
+		out = append(out, store.Alias{Key: d.Slug, Kind: 2, Chain: d.Chain})
+	}
+	return out
+}
+
+func lowerASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// render re-renders the given parts of collection cid's views.
+func (a *applier) render(cid string, parts int) error {
+	if err := a.loadRates(); err != nil {
+		return err
+	}
+	doc, err := store.Get[readmodel.CollectionDoc](a.tx, store.InDoc, cid)
+	if err != nil {
+		return err
+	}
+	var chain readmodel.Chain
+	if doc != nil && doc.Chain.Valid() {
+		chain = doc.Chain
+	}
+	usd := a.usd(chain)
+	if doc != nil && parts&(partDetail|partBrowse) != 0 {
+		if err := a.renderCollection(cid, doc, usd, parts); err != nil {
+			return err
+		}
+	}
+	if parts&(partListings|partFloor) != 0 {
+		if err := a.renderListings(cid, doc, usd, parts); err != nil {
+			return err
+		}
+	}
+	if parts&partTokens != 0 {
+		if err := a.renderAllTokens(cid); err != nil {
+			return err
+		}
+	}
+	if parts&partSales != 0 {
+		return a.tx.RerenderSales(cid, func(r *readmodel.SaleRow) []byte {
+			it, ok := readmodel.SaleItem(r, a.usd(r.Chain))
+			if !ok {
+				return nil
+			}
+			return readmodel.MarshalItem(it)
+		})
+	}
+	return nil
+}
+
+func (a *applier) renderCollection(cid string, doc *readmodel.CollectionDoc, usd *float64, parts int) error {
+	if parts&partDetail != 0 {
+		in := readmodel.DetailInputs{Doc: doc, USD: usd}
+		var err error
+		if in.Stats, err = store.Get[readmodel.CollectionStats](a.tx, store.InStats, cid); err != nil {
+			return err
+		}
+		if in.Analytics, err = store.Get[readmodel.Analytics](a.tx, store.InAnalytics, cid); err != nil {
+			return err
+		}
+		ss, err := a.status(readmodel.SourceIndexerStats, cid)
+		if err != nil {
+			return err
+		}
+		as, err := a.status(readmodel.SourceAnalytics, cid)
+		if err != nil {
+			return err
+		}
+		in.StatsFailed, in.AnalyticsFailed = failed(ss), failed(as)
+		a.tx.PutCollection(readmodel.CollectionView{
+			ID:          cid,
+			Chain:       validChain(doc.Chain),
+			HasContract: doc.ContractAddress != "",
+			Version:     a.ver(),
+			Detail:      readmodel.CollectionDetailJSON(in),
+		})
+	}
+	if parts&partBrowse != 0 {
+		item := readmodel.CollectionSummaryJSON(doc, usd)
+		var entries []store.BrowseEntry
+		chains := []readmodel.Chain{""}
+		if c := validChain(doc.Chain); c != "" {
+			chains = append(chains, c)
+		}
+		var floor float64
+		var hasFloor bool
+		if c := validChain(doc.Chain); c != "" {
+			if p, ok := readmodel.PriceOf(c, doc.FloorRaw, nil); ok && doc.FloorRaw != "" {
+				floor, hasFloor = p.Decimal, true
+			}
+		}
+		for _, c := range chains {
+			for _, s := range readmodel.Sorts {
+				e := store.BrowseEntry{Sort: s, Chain: c, Native: doc.NativeLaunched}
+				switch s {
+				case readmodel.SortVolume:
+					if doc.VolumeAllTime != nil {
+						e.Present, e.Value = true, *doc.VolumeAllTime
+					}
+				case readmodel.SortFloor:
+					e.Present, e.Value = hasFloor, floor
+				case readmodel.SortRecent:
+					if !doc.CreatedAt.IsZero() {
+						e.Present, e.Value = true, float64(doc.CreatedAt.UnixMilli())
+					}
+				}
+				entries = append(entries, e)
+			}
+		}
+		a.tx.SetBrowse(cid, entries, item)
+	}
+	return nil
+}
+
+func validChain(c readmodel.Chain) readmodel.Chain {
+	if c.Valid() {
+		return c
+	}
+	return ""
+}
+
+func (a *applier) source(src readmodel.Source, cid string) (readmodel.ListingSource, error) {
+	var ls readmodel.ListingSource
+	rows, err := store.Get[rowsInput](a.tx, store.InRows, string(src), cid)
+	if err != nil {
+		return ls, err
+	}
+	if rows != nil {
+		ls.Rows, ls.ObservedAt = rows.Rows, rows.ObservedAt
+	}
+	st, err := a.status(src, cid)
+	if err != nil {
+		return ls, err
+	}
+	if failed(st) {
+		ls.Failed, ls.LastGoodAt = true, st.Status.LastGoodAt
+	}
+	return ls, nil
+}
+
+func (a *applier) snapshot(cid string, doc *readmodel.CollectionDoc) (readmodel.Snapshot, error) {
+	in := readmodel.SnapshotInputs{
+		HasContract: doc != nil && doc.ContractAddress != "",
+		Now:         a.now,
+		Retention:   a.retention,
+	}
+	var err error
+	if in.OrderBook, err = a.source(readmodel.SourceOrderBook, cid); err != nil {
+		return readmodel.Snapshot{}, err
+	}
+	if in.Mirror, err = a.source(readmodel.SourceIndexerMirror, cid); err != nil {
+		return readmodel.Snapshot{}, err
+	}
+	return readmodel.MergeListings(in), nil
+}
+
+func (a *applier) renderListings(cid string, doc *readmodel.CollectionDoc, usd *float64, parts int) error {
+	snap, err := a.snapshot(cid, doc)
+	if err != nil {
+		return err
+	}
+	if parts&partListings != 0 {
+		v := readmodel.ListingsView{
+			Version:      a.ver(),
+			Items:        make([][]byte, 0, len(snap.Rows)),
+			ExpiresAt:    make([]int64, 0, len(snap.Rows)),
+			StaleSources: snap.StaleSources,
+			AllFailed:    snap.AllFailed,
+		}
+		for i := range snap.Rows {
+			r := &snap.Rows[i]
+			it, ok := readmodel.ListingItem(r, a.usd(r.Chain), a.now)
+			if !ok {
+				continue
+			}
+			var exp int64
+			if r.ExpiresAt != nil {
+				exp = r.ExpiresAt.UnixMilli()
+			}
+			v.Items = append(v.Items, readmodel.MarshalItem(it))
+			v.ExpiresAt = append(v.ExpiresAt, exp)
+		}
+		a.tx.PutListings(cid, v)
+		a.tx.SetDeadline(cid, snap.Deadline)
+	}
+	if parts&partFloor == 0 {
+		return nil
+	}
+	if doc == nil || !doc.Chain.Valid() {
+		a.tx.DeleteFloor(cid)
+		return nil
+	}
+	fin := readmodel.FloorInputs{
+		CollectionID:     cid,
+		Chain:            doc.Chain,
+		SnapshotFloorRaw: doc.FloorRaw,
+		Snapshot:         snap,
+		USD:              usd,
+	}
+	if doc.RoyaltyBps != nil {
+		fin.RoyaltyBps = *doc.RoyaltyBps
+	}
+	an, err := store.Get[readmodel.Analytics](a.tx, store.InAnalytics, cid)
+	if err != nil {
+		return err
+	}
+	as, err := a.status(readmodel.SourceAnalytics, cid)
+	if err != nil {
+		return err
+	}
+	if an != nil && !failed(as) {
+		fin.AnalyticsFloorRaw = an.FloorRaw
+	}
+	lg, err := store.Get[lastGood](a.tx, store.InLastGood, cid)
+	if err != nil {
+		return err
+	}
+	if lg != nil {
+		fin.LastGoodRaw, fin.LastGoodAt = lg.Raw, lg.At
+	}
+	res := readmodel.FloorJSON(fin)
+	if !snap.AllFailed && doc.Chain.KeepsLastGoodBuyerFloor() {
+		if res.BuyerRaw != "" {
+			a.tx.Put(store.InLastGood, lastGood{Raw: res.BuyerRaw, At: a.now}, cid)
+		}
+	}
+	a.tx.PutFloor(cid, readmodel.FloorView{
+		Version:       a.ver(),
+		Body:          res.Body,
+		FallbackAfter: res.FallbackAfter,
+		Fallback:      res.Fallback,
+	})
+	return nil
+}
+
+// --- tokens ---------------------------------------------------------------
+
+func (a *applier) applyTokens(msg *readmodel.Message) error {
+	cid := msg.CollectionID
+	bucket := itoa(uint64(msg.Bucket))
+	old, err := store.Get[[]string](a.tx, store.InTokenBucket, cid, bucket)
+	if err != nil {
+		return err
+	}
+	keep := make(map[string]bool, len(msg.Tokens))
+	keys := make([]string, 0, len(msg.Tokens))
+	for i := range msg.Tokens {
+		d := msg.Tokens[i]
+		if !d.Chain.Valid() || d.ContractAddress == "" || d.TokenID == "" {
+			continue
+		}
+		if d.CollectionID == "" {
+			d.CollectionID = cid
+		}
+		k := readmodel.TokenKey(d.Chain, d.ContractAddress, d.TokenID)
+		if keep[k] {
+			continue
+		}
+		keep[k] = true
+		keys = append(keys, k)
+		a.tx.Put(store.InTokenDoc, tokenInput{ObservedAt: msg.ObservedAt, Doc: d}, k)
+		if err := a.renderToken(k); err != nil {
+			return err
+		}
+	}
+	if old != nil {
+		for _, k := range *old {
+			if !keep[k] {
+				a.tx.Delete(store.InTokenDoc, k)
+				a.tx.DeleteToken(k)
+			}
+		}
+	}
+	a.tx.Put(store.InTokenBucket, keys, cid, bucket)
+	return nil
+}
+
+func itoa(n uint64) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			return string(b[i:])
+		}
+	}
+}
+
+// renderToken re-renders the token view of key k from its document and
+// the native order book of its collection.
+func (a *applier) renderToken(k string) error {
+	if err := a.loadRates(); err != nil {
+		return err
+	}
+	ti, err := store.Get[tokenInput](a.tx, store.InTokenDoc, k)
+	if err != nil || ti == nil {
+		return err
+	}
+	d := &ti.Doc
+	in := readmodel.TokenInputs{Doc: d, ObservedAt: ti.ObservedAt, USD: a.usd(d.Chain)}
+	if d.Chain.IsEVM() {
+		ob, err := store.Get[rowsInput](a.tx, store.InRows, string(readmodel.SourceOrderBook), d.CollectionID)
+		if err != nil {
+			return err
+		}
+		if ob != nil {
+			at := ob.ObservedAt
+			for i := range ob.Rows {
+				r := &ob.Rows[i]
+				if r.Native() && r.Chain == d.Chain && r.ContractAddress == d.ContractAddress && r.TokenID == d.TokenID && r.Live(at) {
+					if in.Native == nil || cheaper(r, in.Native) {
+						in.Native = r
+					}
+				}
+			}
+		}
+	}
+	v := readmodel.TokenJSON(in)
+	v.Version = a.ver()
+	a.tx.PutToken(k, v)
+	return nil
+}
+
+// renderTokensOf re-renders the token views whose native listing may have
+// changed between old and new order-book rows of cid.
+func (a *applier) renderTokensOf(cid string, old *rowsInput, rows []readmodel.ListingRow) error {
+	seen := map[string]bool{}
+	visit := func(rs []readmodel.ListingRow) error {
+		for i := range rs {
+			r := &rs[i]
+			if !r.Chain.IsEVM() {
+				continue
+			}
+			k := readmodel.TokenKey(r.Chain, r.ContractAddress, r.TokenID)
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			if err := a.renderToken(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if old != nil {
+		if err := visit(old.Rows); err != nil {
+			return err
+		}
+	}
+	return visit(rows)
+}
+
+func (a *applier) renderAllTokens(cid string) error {
+	var keys []string
+	err := a.tx.EachInput(store.InTokenBucket, []string{cid}, func(_ string, raw []byte) error {
+		var ks []string
+		if err := jsonUnmarshal(raw, &ks); err != nil {
+			return err
+		}
+		keys = append(keys, ks...)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := a.renderToken(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// --- sales ----------------------------------------------------------------
+
+func (a *applier) applySales(msg *readmodel.Message) error {
+	if err := a.loadRates(); err != nil {
+		return err
+	}
+	for i := range msg.Sales {
+		r := msg.Sales[i]
+		if r.CollectionID == "" {
+			r.CollectionID = msg.CollectionID
+		}
+		it, ok := readmodel.SaleItem(&r, a.usd(r.Chain))
+		if !ok {
+			continue // uninterpretable price: dropped at projection
+		}
+		if _, err := a.tx.AddSale(msg.CollectionID, &r, readmodel.MarshalItem(it)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// cheaper reports whether a's ask is below b's (exact; uninterpretable
+// prices never win).
+func cheaper(a, b *readmodel.ListingRow) bool {
+	x, err := readmodel.ParseRaw(a.PriceRaw)
+	if err != nil {
+		return false
+	}
+	y, err := readmodel.ParseRaw(b.PriceRaw)
+	if err != nil {
+		return true
+	}
+	if c := x.Cmp(y); c != 0 {
+		return c < 0
+	}
+	return a.OrderID < b.OrderID
+}

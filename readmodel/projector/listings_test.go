@@ -1,0 +1,210 @@
+package projector_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/marketd/marketd/readmodel"
+)
+
+const (
+	cid      = "ethereum_0xc0"
+	contract = "0xc0"
+)
+
+func TestListingsSnapshot(t *testing.T) {
+	ob, mi := readmodel.SourceOrderBook, readmodel.SourceIndexerMirror
+	expired := evmRow(cid, contract, "9", "1", "NATIVE", "expired")
+	expired.ExpiresAt = tp(t0.Add(-time.Second))
+	inactive := evmRow(cid, contract, "8", "1", "NATIVE", "cancelled")
+	inactive.Status = readmodel.StatusCancelled
+	later := evmRow(cid, contract, "7", "3", "NATIVE", "later")
+	later.ExpiresAt = tp(t0.Add(time.Hour))
+
+	cases := []struct {
+		name      string
+		doc       readmodel.CollectionDoc
+		msgs      []*readmodel.Message
+		wantOrder []string
+		wantStale []readmodel.Source
+		allFailed bool
+	}{
+		{
+			name: "native order-book row wins a collision on the asset key",
+			doc:  evmDoc(cid, readmodel.Ethereum, contract),
+			msgs: []*readmodel.Message{
+				listingsMsg(ob, cid, evmRow(cid, contract, "1", "500", "NATIVE", "native-1")),
+				listingsMsg(mi, cid, evmRow(cid, contract, "1", "100", "opensea", "ext-1"), evmRow(cid, contract, "2", "200", "opensea", "ext-2")),
+			},
+			wantOrder: []string{"ext-2", "native-1"},
+		},
+		{
+			name: "only active unexpired rows, sorted by price then orderId",
+			doc:  evmDoc(cid, readmodel.Ethereum, contract),
+			msgs: []*readmodel.Message{
+				listingsMsg(ob, cid, expired, inactive, later, evmRow(cid, contract, "3", "2", "NATIVE", "b"), evmRow(cid, contract, "4", "2", "NATIVE", "a"),
+					evmRow(cid, contract, "5", "10000000000000000000000000001", "NATIVE", "huge"), evmRow(cid, contract, "6", "10000000000000000000000000000", "NATIVE", "big")),
+			},
+			wantOrder: []string{"a", "b", "later", "big", "huge"},
+		},
+		{
+			name: "uninterpretable prices are dropped",
+			doc:  evmDoc(cid, readmodel.Ethereum, contract),
+			msgs: []*readmodel.Message{
+				listingsMsg(ob, cid, evmRow(cid, contract, "1", "1e18", "NATIVE", "bad"), evmRow(cid, contract, "2", "-1", "NATIVE", "neg"), evmRow(cid, contract, "3", "5", "NATIVE", "good")),
+			},
+			wantOrder: []string{"good"},
+		},
+		{
+			name: "failed order-book poll is stale but keeps its last good rows within retention",
+			doc:  evmDoc(cid, readmodel.Ethereum, contract),
+			msgs: []*readmodel.Message{
+				listingsMsg(ob, cid, evmRow(cid, contract, "1", "5", "NATIVE", "kept")),
+				statusMsg(ob, cid, false, t0.Add(-time.Minute)),
+				statusMsg(mi, cid, true, t0),
+			},
+			wantOrder: []string{"kept"},
+			wantStale: []readmodel.Source{ob},
+		},
+		{
+			name: "rows of a source failing longer than the retention are dropped",
+			doc:  evmDoc(cid, readmodel.Ethereum, contract),
+			msgs: []*readmodel.Message{
+				listingsMsg(ob, cid, evmRow(cid, contract, "1", "5", "NATIVE", "old")),
+				listingsMsg(mi, cid, evmRow(cid, contract, "2", "6", "opensea", "ext")),
+				statusMsg(ob, cid, false, t0.Add(-time.Hour)),
+			},
+			wantOrder: []string{"ext"},
+			wantStale: []readmodel.Source{ob},
+		},
+		{
+			name: "collection without contract contributes no native rows and reports order-book",
+			doc:  evmDoc(cid, readmodel.Ethereum, ""),
+			msgs: []*readmodel.Message{
+				listingsMsg(ob, cid, evmRow(cid, contract, "1", "5", "NATIVE", "native")),
+				listingsMsg(mi, cid, evmRow(cid, contract, "2", "6", "opensea", "ext")),
+			},
+			wantOrder: []string{"ext"},
+			wantStale: []readmodel.Source{ob},
+		},
+		{
+			name: "both sources failed",
+			doc:  evmDoc(cid, readmodel.Ethereum, contract),
+			msgs: []*readmodel.Message{
+				statusMsg(ob, cid, false, time.Time{}),
+				statusMsg(mi, cid, false, time.Time{}),
+			},
+			wantStale: []readmodel.Source{ob, mi},
+			allFailed: true,
+		},
+		{
+			name: "a source that answered with no rows is not stale",
+			doc:  evmDoc(cid, readmodel.Ethereum, contract),
+			msgs: []*readmodel.Message{
+				listingsMsg(ob, cid), listingsMsg(mi, cid), statusMsg(ob, cid, true, t0), statusMsg(mi, cid, true, t0),
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := mustEnv(t)
+			e.run(append([]*readmodel.Message{docMsg(tc.doc)}, tc.msgs...)...)
+			v, err := e.st.Listings(context.Background(), cid, 0)
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantOrder, orderIDs(t, v))
+			assert.Equal(t, tc.wantStale, v.StaleSources)
+			assert.Equal(t, tc.allFailed, v.AllFailed)
+			assert.Len(t, v.ExpiresAt, len(v.Items))
+		})
+	}
+}
+
+func TestListingsItemShape(t *testing.T) {
+	e := mustEnv(t)
+	sol := "solana_coll"
+	row := solRow(sol, "MintCase1", "1500000000", "NATIVE", "MintCase1_1700000000000")
+	row.ExpiresAt = tp(t0.Add(time.Hour))
+	e.run(docMsg(readmodel.CollectionDoc{ID: sol, Chain: readmodel.Solana, ContractAddress: "CollMint"}),
+		ratesMsg(readmodel.USDRates{"SOL": 100}),
+		listingsMsg(readmodel.SourceOrderBook, sol, row))
+	v, err := e.st.Listings(context.Background(), sol, 0)
+	require.NoError(t, err)
+	require.Len(t, v.Items, 1)
+	assert.JSONEq(t, `{"chain":"solana","contractAddress":null,"tokenId":null,"mint":"MintCase1","collectionId":"solana_coll",
+		"price":{"raw":"1500000000","decimal":1.5,"currency":"SOL","usd":150},"seller":"SellerMintCase1","buyer":null,
+		"marketplace":"NATIVE","status":"active","expiresAt":"2026-09-01T13:00:00.000Z","timestamp":"2026-09-01T11:00:00.000Z",
+		"orderId":"MintCase1_1700000000000","tx":"sigMintCase1"}`, string(v.Items[0]))
+	assert.Equal(t, t0.Add(time.Hour).UnixMilli(), v.ExpiresAt[0])
+	assert.Regexp(t, `^\{"chain":"solana","contractAddress":null,"tokenId":null,"mint":`, string(v.Items[0]), "SPEC field order")
+}
+
+func TestListingsCappedAt250(t *testing.T) {
+	e := mustEnv(t)
+	var rows []readmodel.ListingRow
+	for i := 0; i < 300; i++ {
+		rows = append(rows, evmRow(cid, contract, fmt.Sprint(i), fmt.Sprint(1000+i), "NATIVE", fmt.Sprintf("o%03d", i)))
+	}
+	e.run(docMsg(evmDoc(cid, readmodel.Ethereum, contract)), listingsMsg(readmodel.SourceOrderBook, cid, rows...))
+	v, err := e.st.Listings(context.Background(), cid, 0)
+	require.NoError(t, err)
+	ids := orderIDs(t, v)
+	require.Len(t, ids, readmodel.ListingsCeiling)
+	assert.Equal(t, "o000", ids[0])
+	assert.Equal(t, "o249", ids[249])
+}
+
+func TestListingsSweepAndVersions(t *testing.T) {
+	e := mustEnv(t)
+	soon := evmRow(cid, contract, "1", "1", "NATIVE", "soon")
+	soon.ExpiresAt = tp(t0.Add(time.Minute))
+	e.run(docMsg(evmDoc(cid, readmodel.Ethereum, contract)),
+		listingsMsg(readmodel.SourceOrderBook, cid, soon, evmRow(cid, contract, "2", "2", "NATIVE", "stays")))
+	ctx := context.Background()
+	before, err := e.st.Listings(ctx, cid, 0)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"soon", "stays"}, orderIDs(t, before))
+
+	t.Run("sweep before the deadline changes nothing", func(t *testing.T) {
+		n, err := e.p.Sweep(ctx, t0.Add(30*time.Second))
+		require.NoError(t, err)
+		assert.Zero(t, n)
+	})
+	t.Run("sweep after an expiry re-projects the snapshot", func(t *testing.T) {
+		n, err := e.p.Sweep(ctx, t0.Add(2*time.Minute))
+		require.NoError(t, err)
+		assert.Equal(t, 1, n)
+		now, err := e.st.Listings(ctx, cid, 0)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"stays"}, orderIDs(t, now))
+		assert.Greater(t, now.Version, before.Version)
+	})
+	t.Run("superseded version stays readable", func(t *testing.T) {
+		old, err := e.st.Listings(ctx, cid, before.Version)
+		require.NoError(t, err)
+		assert.Equal(t, before.Version, old.Version)
+		assert.Equal(t, []string{"soon", "stays"}, orderIDs(t, old))
+	})
+	t.Run("unknown version falls back to current", func(t *testing.T) {
+		cur, err := e.st.Listings(ctx, cid, 987654)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"stays"}, orderIDs(t, cur))
+	})
+	t.Run("retention of a failing source ends by the clock", func(t *testing.T) {
+		e.setNow(t0.Add(3 * time.Minute))
+		e.run(statusMsg(readmodel.SourceOrderBook, cid, false, t0.Add(3*time.Minute)))
+		cur, err := e.st.Listings(ctx, cid, 0)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"stays"}, orderIDs(t, cur))
+		_, err = e.p.Sweep(ctx, t0.Add(14*time.Minute))
+		require.NoError(t, err)
+		cur, err = e.st.Listings(ctx, cid, 0)
+		require.NoError(t, err)
+		assert.Empty(t, cur.Items)
+		assert.Equal(t, []readmodel.Source{readmodel.SourceOrderBook}, cur.StaleSources)
+	})
+}

@@ -1,0 +1,607 @@
+// Package projector applies the bus streams to a node's view store. Each
+// node runs one Projector: an ordered consumer per stream starting after
+// the position saved in the store (no server-side state per node), and for
+// every message one Badger transaction holding the views it touches and
+// the new applied position (stream sequence and message id). A crash at any
+// point therefore neither loses nor double-applies a message: on restart
+// the consumer resumes after the last committed position, and applying a
+// state message is idempotent anyway (it replaces its subject's state).
+//
+// At Open the saved position is checked against the stream: a stream whose
+// last sequence is below it, or whose message at the saved sequence has
+// another id, lost its tail and re-issued sequence numbers; the store is
+// then reset and rebuilt from the start of the streams.
+package projector
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/bus"
+	"github.com/marketd/marketd/readmodel/store"
+)
+
+// Options configures a Projector.
+type Options struct {
+	// Now is the clock of the expiry sweeper (row expiry, retention of a
+	// failing source's rows). nil means time.Now.
+	Now func() time.Time
+	// RowRetention is how long after its LastGoodAt a failing listing
+	// source's last good rows stay in the snapshot. 0 means 10 minutes.
+	RowRetention time.Duration
+	// SweepInterval is how often the background loop re-projects snapshots
+	// whose deadline passed. 0 means 5 seconds.
+	SweepInterval time.Duration
+	// RerenderBatch is how many collections one transaction of a full
+	// re-render covers. 0 means 8.
+	RerenderBatch int
+}
+
+const (
+	iState = 0
+	iSales = 1
+)
+
+var streamNames = [2]string{bus.StateStream, bus.SalesStream}
+
+// Projector consumes the streams into a store. Open/Close bracket the
+// background loop; ApplyAvailable is the synchronous alternative for tests
+// and replay (do not mix the two on one Projector while it is open).
+type Projector struct {
+	js   jetstream.JetStream
+	st   *store.Store
+	opts Options
+	log  zerolog.Logger
+
+	applyMu sync.Mutex // serialises store writes
+	pos     [2]store.StreamPos
+	iters   [2]jetstream.MessagesContext
+	loaded  bool
+
+	mu      sync.Mutex
+	applied readmodel.Position
+	target  readmodel.Position // stream heads at Open
+	opened  bool
+	changed chan struct{}
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New returns a Projector of js into st. It does no I/O.
+func New(js jetstream.JetStream, st *store.Store, opts Options, log zerolog.Logger) *Projector {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.RowRetention <= 0 {
+		opts.RowRetention = 10 * time.Minute
+	}
+	if opts.SweepInterval <= 0 {
+		opts.SweepInterval = 5 * time.Second
+	}
+	if opts.RerenderBatch <= 0 {
+		opts.RerenderBatch = 8
+	}
+	return &Projector{js: js, st: st, opts: opts, log: log.With().Str("component", "projector").Logger(), changed: make(chan struct{})}
+}
+
+// Open loads the saved positions, verifies them against the streams
+// (rebuilding when a stream re-issued sequences), finishes a pending
+// re-render and starts consuming both streams in the background. Errors
+// are *readmodel.Error (UpstreamError for NATS, Internal for the store).
+func (p *Projector) Open(ctx context.Context) error {
+	if err := p.load(ctx); err != nil {
+		return err
+	}
+	heads, err := p.heads(ctx)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.target = heads
+	p.opened = true
+	p.mu.Unlock()
+	if err := p.runJob(ctx); err != nil {
+		return err
+	}
+	for i := range p.iters {
+		if err := p.startIter(i); err != nil {
+			p.stopIters()
+			return err
+		}
+	}
+	lctx, cancel := context.WithCancel(context.Background())
+	p.cancel = cancel
+	for i := range p.iters {
+		p.wg.Add(1)
+		go p.consume(lctx, i)
+	}
+	p.wg.Add(1)
+	go p.sweepLoop(lctx)
+	return nil
+}
+
+// Close stops consuming, lets the message in hand finish its transaction
+// and waits for the background goroutines.
+func (p *Projector) Close(ctx context.Context) error {
+	if p.cancel != nil {
+		p.cancel()
+	}
+	p.stopIters()
+	done := make(chan struct{})
+	go func() { p.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return readmodel.Wrap(readmodel.Internal, ctx.Err(), "projector close")
+	}
+}
+
+func (p *Projector) stopIters() {
+	p.applyMu.Lock()
+	defer p.applyMu.Unlock()
+	for i, it := range p.iters {
+		if it != nil {
+			it.Stop()
+			p.iters[i] = nil
+		}
+	}
+}
+
+// Applied is the position applied so far.
+func (p *Projector) Applied() readmodel.Position {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.applied
+}
+
+// CaughtUp reports whether everything that was in the streams when Open
+// was called has been applied.
+func (p *Projector) CaughtUp() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.opened && p.applied.Covers(p.target)
+}
+
+// WaitFor returns nil once Applied covers pos, or ctx's error.
+func (p *Projector) WaitFor(ctx context.Context, pos readmodel.Position) error {
+	for {
+		p.mu.Lock()
+		ok, ch := p.applied.Covers(pos), p.changed
+		p.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return readmodel.Wrap(readmodel.Internal, ctx.Err(), "wait for projection")
+		}
+	}
+}
+
+func (p *Projector) setApplied(i int, seq uint64) {
+	p.mu.Lock()
+	if i == iState {
+		p.applied.State = max(p.applied.State, seq)
+	} else {
+		p.applied.Sales = max(p.applied.Sales, seq)
+	}
+	close(p.changed)
+	p.changed = make(chan struct{})
+	p.mu.Unlock()
+}
+
+// load reads the saved positions and checks them against the streams.
+func (p *Projector) load(ctx context.Context) error {
+	p.applyMu.Lock()
+	defer p.applyMu.Unlock()
+	if p.loaded {
+		return nil
+	}
+	pos, err := p.st.Positions(ctx, streamNames[:]...)
+	if err != nil {
+		return err
+	}
+	for i, sp := range pos {
+		ok, err := p.verify(ctx, streamNames[i], sp)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			p.log.Warn().Str("stream", streamNames[i]).Uint64("seq", sp.Seq).Msg("stream re-issued sequences below the applied position; rebuilding views")
+			if err := p.st.Reset(ctx); err != nil {
+				return err
+			}
+			pos = []store.StreamPos{{}, {}}
+			break
+		}
+	}
+	p.pos = [2]store.StreamPos{pos[0], pos[1]}
+	p.mu.Lock()
+	p.applied = readmodel.Position{State: pos[0].Seq, Sales: pos[1].Seq}
+	p.mu.Unlock()
+	p.loaded = true
+	return nil
+}
+
+// verify reports whether saved position sp still names the same message
+// in stream. A message that was since superseded (compaction) cannot be
+// checked and is trusted when the stream has gone past it.
+func (p *Projector) verify(ctx context.Context, stream string, sp store.StreamPos) (bool, error) {
+	if sp.Seq == 0 {
+		return true, nil
+	}
+	s, err := p.js.Stream(ctx, stream)
+	if err != nil {
+		return false, readmodel.Wrap(readmodel.UpstreamError, err, "stream "+stream)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return false, readmodel.Wrap(readmodel.UpstreamError, err, "stream info "+stream)
+	}
+	if info.State.LastSeq < sp.Seq {
+		return false, nil
+	}
+	raw, err := s.GetMsg(ctx, sp.Seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, readmodel.Wrap(readmodel.UpstreamError, err, "get message "+stream)
+	}
+	if m, err := bus.Decode(raw.Data); err == nil {
+		return m.ID == sp.ID, nil
+	}
+	return raw.Header.Get(jetstream.MsgIDHeader) == sp.ID, nil
+}
+
+func (p *Projector) heads(ctx context.Context) (readmodel.Position, error) {
+	var h readmodel.Position
+	for i, name := range streamNames {
+		s, err := p.js.Stream(ctx, name)
+		if err != nil {
+			return h, readmodel.Wrap(readmodel.UpstreamError, err, "stream "+name)
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			return h, readmodel.Wrap(readmodel.UpstreamError, err, "stream info "+name)
+		}
+		if i == iState {
+			h.State = info.State.LastSeq
+		} else {
+			h.Sales = info.State.LastSeq
+		}
+	}
+	return h, nil
+}
+
+// startIter (re)creates stream i's ordered consumer after the applied
+// position.
+func (p *Projector) startIter(i int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}
+	if seq := p.pos[i].Seq; seq > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, seq+1
+	}
+	c, err := p.js.OrderedConsumer(ctx, streamNames[i], cfg)
+	if err != nil {
+		return readmodel.Wrap(readmodel.UpstreamError, err, "ordered consumer "+streamNames[i])
+	}
+	it, err := c.Messages(jetstream.PullMaxMessages(256))
+	if err != nil {
+		return readmodel.Wrap(readmodel.UpstreamError, err, "consume "+streamNames[i])
+	}
+	p.iters[i] = it
+	return nil
+}
+
+// consume is the background loop of stream i.
+func (p *Projector) consume(ctx context.Context, i int) {
+	defer p.wg.Done()
+	log := p.log.With().Str("stream", streamNames[i]).Logger()
+	for ctx.Err() == nil {
+		p.applyMu.Lock()
+		it := p.iters[i]
+		p.applyMu.Unlock()
+		if it == nil {
+			if err := p.restart(ctx, i); err != nil {
+				log.Warn().Err(err).Msg("restart consumer")
+				sleep(ctx, time.Second)
+			}
+			continue
+		}
+		m, err := it.Next(jetstream.NextMaxWait(time.Second))
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, nats.ErrTimeout) {
+				continue
+			}
+			log.Warn().Err(err).Msg("consumer failed; restarting after the applied position")
+			p.applyMu.Lock()
+			if p.iters[i] == it {
+				it.Stop()
+				p.iters[i] = nil
+			}
+			p.applyMu.Unlock()
+			sleep(ctx, 200*time.Millisecond)
+			continue
+		}
+		if err := p.handle(ctx, i, m); err != nil && ctx.Err() == nil {
+			log.Error().Err(err).Msg("apply failed; re-consuming from the applied position")
+			p.applyMu.Lock()
+			if p.iters[i] == it {
+				it.Stop()
+				p.iters[i] = nil
+			}
+			p.applyMu.Unlock()
+			sleep(ctx, time.Second)
+		}
+	}
+}
+
+func (p *Projector) restart(ctx context.Context, i int) error {
+	p.applyMu.Lock()
+	defer p.applyMu.Unlock()
+	if ctx.Err() != nil || p.iters[i] != nil {
+		return nil
+	}
+	return p.startIter(i)
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// handle applies one delivered message of stream i.
+func (p *Projector) handle(ctx context.Context, i int, m jetstream.Msg) error {
+	meta, err := m.Metadata()
+	if err != nil {
+		return readmodel.Wrap(readmodel.UpstreamError, err, "message metadata")
+	}
+	seq := meta.Sequence.Stream
+	p.applyMu.Lock()
+	defer p.applyMu.Unlock()
+	if seq <= p.pos[i].Seq {
+		return nil // redelivery of something already applied
+	}
+	if err := p.applyLocked(ctx, i, seq, m.Data()); err != nil {
+		return err
+	}
+	if err := p.runJobLocked(ctx); err != nil {
+		return err
+	}
+	p.setApplied(i, seq)
+	return nil
+}
+
+// applyLocked applies one message in one transaction with its position.
+// An undecodable message is skipped (logged) but still advances the
+// position so it never wedges the node.
+func (p *Projector) applyLocked(ctx context.Context, i int, seq uint64, data []byte) error {
+	msg, derr := bus.Decode(data)
+	sp := store.StreamPos{Seq: seq}
+	if derr != nil {
+		p.log.Warn().Err(derr).Str("stream", streamNames[i]).Uint64("seq", seq).Msg("skipping undecodable message")
+	} else {
+		sp.ID = msg.ID
+		if (i == iSales) != (msg.Kind == readmodel.KindSales) {
+			p.log.Warn().Str("stream", streamNames[i]).Uint64("seq", seq).Str("kind", string(msg.Kind)).Msg("skipping message of the wrong stream")
+			msg = nil
+		}
+	}
+	err := p.st.Update(ctx, func(tx *store.Tx) error {
+		if msg != nil {
+			a := &applier{tx: tx, now: msg.ObservedAt, retention: p.opts.RowRetention, seq: seq}
+			if a.now.IsZero() {
+				a.now = p.opts.Now()
+			}
+			if err := a.apply(msg); err != nil {
+				return err
+			}
+		}
+		tx.SetPosition(streamNames[i], sp)
+		return nil
+	})
+	if err != nil && errors.Is(err, store.ErrTooBig) {
+		p.log.Error().Err(err).Str("stream", streamNames[i]).Uint64("seq", seq).Msg("message too large for one transaction; skipped")
+		err = p.st.Update(ctx, func(tx *store.Tx) error { tx.SetPosition(streamNames[i], sp); return nil })
+	}
+	if err != nil {
+		return err
+	}
+	p.pos[i] = sp
+	return nil
+}
+
+func (p *Projector) runJob(ctx context.Context) error {
+	p.applyMu.Lock()
+	defer p.applyMu.Unlock()
+	return p.runJobLocked(ctx)
+}
+
+// runJobLocked processes a pending full re-render to completion, one
+// batch of collections per transaction.
+func (p *Projector) runJobLocked(ctx context.Context) error {
+	for {
+		var j *job
+		done := false
+		err := p.st.Update(ctx, func(tx *store.Tx) error {
+			var err error
+			if j, err = store.Get[job](tx, store.InJob, jobName); err != nil || j == nil {
+				done = true
+				return err
+			}
+			ids, err := tx.Collections(j.After, p.opts.RerenderBatch)
+			if err != nil {
+				return err
+			}
+			now := p.opts.Now()
+			a := &applier{tx: tx, now: now, retention: p.opts.RowRetention}
+			parts := partAll
+			if !j.Sales {
+				parts &^= partSales
+			}
+			for _, cid := range ids {
+				if err := a.render(cid, parts); err != nil {
+					return err
+				}
+			}
+			if len(ids) < p.opts.RerenderBatch {
+				tx.Delete(store.InJob, jobName)
+				done = true
+				return nil
+			}
+			j.After = ids[len(ids)-1]
+			tx.Put(store.InJob, j, jobName)
+			return nil
+		})
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+// Sweep re-projects the listing snapshots and floors whose deadline (a row
+// expiring, a failing source's rows aging out) is at or before now.
+func (p *Projector) Sweep(ctx context.Context, now time.Time) (int, error) {
+	p.applyMu.Lock()
+	defer p.applyMu.Unlock()
+	total := 0
+	for {
+		due, err := p.st.Due(ctx, now, 64)
+		if err != nil || len(due) == 0 {
+			return total, err
+		}
+		err = p.st.Update(ctx, func(tx *store.Tx) error {
+			a := &applier{tx: tx, now: now, retention: p.opts.RowRetention}
+			for _, cid := range due {
+				if err := a.render(cid, partListings|partFloor); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return total, err
+		}
+		total += len(due)
+	}
+}
+
+func (p *Projector) sweepLoop(ctx context.Context) {
+	defer p.wg.Done()
+	t := time.NewTicker(p.opts.SweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := p.Sweep(ctx, p.opts.Now()); err != nil && ctx.Err() == nil {
+				p.log.Warn().Err(err).Msg("sweep failed")
+			}
+		}
+	}
+}
+
+// ApplyAvailable applies, synchronously, every message that is in the
+// streams when it is called, then sweeps with the injected clock. It
+// returns how many messages it applied. It is the test and replay hook:
+// do not call it while the background loop runs (after Open).
+func (p *Projector) ApplyAvailable(ctx context.Context) (int, error) {
+	if err := p.load(ctx); err != nil {
+		return 0, err
+	}
+	if err := p.runJob(ctx); err != nil {
+		return 0, err
+	}
+	heads, err := p.heads(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for i := range p.iters {
+		k, err := p.drain(ctx, i, []uint64{heads.State, heads.Sales}[i], nil)
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	_, err = p.Sweep(ctx, p.opts.Now())
+	return n, err
+}
+
+// drain applies stream i up to sequence head, reporting each message to
+// progress (may be nil).
+func (p *Projector) drain(ctx context.Context, i int, head uint64, progress func(seq uint64)) (int, error) {
+	n, idle := 0, 0
+	for {
+		p.applyMu.Lock()
+		at := p.pos[i].Seq
+		it := p.iters[i]
+		p.applyMu.Unlock()
+		if at >= head {
+			return n, nil
+		}
+		if it == nil {
+			p.applyMu.Lock()
+			err := p.startIter(i)
+			it = p.iters[i]
+			p.applyMu.Unlock()
+			if err != nil {
+				return n, err
+			}
+		}
+		m, err := it.Next(jetstream.NextMaxWait(2 * time.Second))
+		if err != nil {
+			if ctx.Err() != nil {
+				return n, readmodel.Wrap(readmodel.Internal, ctx.Err(), "apply available")
+			}
+			if errors.Is(err, nats.ErrTimeout) {
+				// The head may have been removed (limits, purge): re-read it.
+				h, herr := p.heads(ctx)
+				if herr != nil {
+					return n, herr
+				}
+				head = min(head, []uint64{h.State, h.Sales}[i])
+				if idle++; idle > 5 {
+					return n, readmodel.Errorf(readmodel.UpstreamError, "stream %s: no delivery up to %d", streamNames[i], head)
+				}
+				continue
+			}
+			p.applyMu.Lock()
+			it.Stop()
+			p.iters[i] = nil
+			p.applyMu.Unlock()
+			if idle++; idle > 5 {
+				return n, readmodel.Wrap(readmodel.UpstreamError, err, "consume "+streamNames[i])
+			}
+			continue
+		}
+		idle = 0
+		if err := p.handle(ctx, i, m); err != nil {
+			return n, err
+		}
+		n++
+		if progress != nil {
+			meta, _ := m.Metadata()
+			if meta != nil {
+				progress(meta.Sequence.Stream)
+			}
+		}
+	}
+}

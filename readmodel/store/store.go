@@ -1,0 +1,543 @@
+// Package store holds a node's prepared views in Badger and serves them.
+//
+// Durability: Badger runs with SyncWrites off. Every view can be rebuilt
+// from the streams, and each message's view writes and applied position
+// commit in one transaction, so an OS crash can only roll the node back to
+// an earlier consistent position, which the projector then re-consumes; a
+// process crash loses nothing (committed writes are in the OS page cache).
+//
+// Reads go through a bounded in-process cache of decoded views, invalidated
+// by the commits of the projector in the same process. Returned slices are
+// shared and immutable: callers must not modify them.
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/marketd/marketd/readmodel"
+)
+
+// Options configures a Store.
+type Options struct {
+	// ListingsRetention is how long a superseded listing snapshot stays
+	// readable by version, so a paged walk can be a consistent read.
+	// 0 means 5 minutes.
+	ListingsRetention time.Duration
+	// CacheEntries bounds each in-process cache map; 0 means 50 000.
+	CacheEntries int
+	// SyncWrites makes Badger fsync every commit (off by default; see the
+	// package comment).
+	SyncWrites bool
+	// MemTableSize is Badger's memtable size in bytes (it also bounds one
+	// transaction to about 15 % of it); 0 means 64 MiB.
+	MemTableSize int64
+}
+
+// Store is a node's view store. Its methods are safe for concurrent use;
+// writes (Update) are meant for one projector.
+type Store struct {
+	db    *badger.DB
+	dir   string
+	opts  Options
+	cache *cache
+}
+
+// MaxIDLength is the longest {id} that can resolve (SPEC §4).
+const MaxIDLength = 200
+
+// Open opens (creating it if needed) the store in dir. If a replay left a
+// completed build beside dir (dir+".new") and crashed before swapping it
+// in, Open finishes the swap first. Errors are Internal *readmodel.Error.
+func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, readmodel.Wrap(readmodel.Internal, err, "open store")
+	}
+	if opts.ListingsRetention <= 0 {
+		opts.ListingsRetention = 5 * time.Minute
+	}
+	if opts.CacheEntries <= 0 {
+		opts.CacheEntries = 50000
+	}
+	if opts.MemTableSize <= 0 {
+		opts.MemTableSize = 64 << 20
+	}
+	if err := RecoverSwap(dir); err != nil {
+		return nil, err
+	}
+	bo := badger.DefaultOptions(dir).
+		WithSyncWrites(opts.SyncWrites).
+		WithLogger(nil).
+		WithMemTableSize(opts.MemTableSize).
+		WithValueLogFileSize(128 << 20).
+		WithNumCompactors(2).
+		WithBlockCacheSize(32 << 20).
+		WithIndexCacheSize(16 << 20)
+	db, err := badger.Open(bo)
+	if err != nil {
+		return nil, readmodel.Wrap(readmodel.Internal, err, "open badger in "+dir)
+	}
+	return &Store{db: db, dir: dir, opts: opts, cache: newCache(opts.CacheEntries)}, nil
+}
+
+// RecoverSwap completes or cleans up an interrupted replay swap around dir:
+// the swap renames dir to dir+".old", then a completed dir+".new" to dir,
+// then removes dir+".old".
+func RecoverSwap(dir string) error {
+	newDir, oldDir := dir+".new", dir+".old"
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(filepath.Join(newDir, CompleteMarker)); err == nil {
+			if err := os.Rename(newDir, dir); err != nil {
+				return readmodel.Wrap(readmodel.Internal, err, "finish replay swap")
+			}
+		} else if _, err := os.Stat(oldDir); err == nil {
+			if err := os.Rename(oldDir, dir); err != nil {
+				return readmodel.Wrap(readmodel.Internal, err, "undo replay swap")
+			}
+		}
+	}
+	if _, err := os.Stat(dir); err == nil {
+		_ = os.RemoveAll(oldDir)
+	}
+	return nil
+}
+
+// CompleteMarker is the file a replay writes into its finished build
+// before swapping it in.
+const CompleteMarker = "REPLAY_COMPLETE"
+
+// Dir is the directory the store lives in.
+func (s *Store) Dir() string { return s.dir }
+
+// Close closes Badger. The store must not be used afterwards.
+func (s *Store) Close(ctx context.Context) error {
+	if err := s.db.Close(); err != nil {
+		return readmodel.Wrap(readmodel.Internal, err, "close badger")
+	}
+	return nil
+}
+
+// Reset drops every key (views, inputs, positions): the projector then
+// rebuilds from the start of the streams.
+func (s *Store) Reset(ctx context.Context) error {
+	if err := s.db.DropAll(); err != nil {
+		return readmodel.Wrap(readmodel.Internal, err, "reset store")
+	}
+	s.cache.reset()
+	return nil
+}
+
+func internal(err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	var re *readmodel.Error
+	if errors.As(err, &re) {
+		return err
+	}
+	if errors.Is(err, badger.ErrTxnTooBig) {
+		return readmodel.Wrap(readmodel.Internal, ErrTooBig, what)
+	}
+	return readmodel.Wrap(readmodel.Internal, err, what)
+}
+
+// ErrTooBig is the cause of an Update that wrote more than one Badger
+// transaction can hold.
+var ErrTooBig = errors.New("transaction too big")
+
+func (s *Store) get(k []byte) ([]byte, bool, error) {
+	var v []byte
+	err := s.db.View(func(txn *badger.Txn) error {
+		it, err := txn.Get(k)
+		if err != nil {
+			return err
+		}
+		v, err = it.ValueCopy(nil)
+		return err
+	})
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, internal(err, "read view")
+	}
+	return v, true, nil
+}
+
+func notFound(what string) error { return readmodel.Errorf(readmodel.NotFound, "%s not found", what) }
+
+// ResolveCollection maps any {id} form (document id, contract address or
+// collection mint, slug) to the canonical document id: the exact key first,
+// then its lowercase form. When one alias names several collections the
+// choice is deterministic: a document id beats an address beats a slug;
+// then the chain earlier in readmodel.Chains; then the smaller id. It
+// returns NotFound for an empty, over-long (> MaxIDLength) or unknown id.
+func (s *Store) ResolveCollection(ctx context.Context, id string) (string, error) {
+	if id == "" || len(id) > MaxIDLength {
+		return "", notFound("collection")
+	}
+	if cid, _, ok := s.cache.getResolve(id); ok {
+		if cid == "" {
+			return "", notFound("collection")
+		}
+		return cid, nil
+	}
+	_, gen, _ := s.cache.getResolve("")
+	cid, err := s.resolve(id)
+	if err != nil {
+		return "", err
+	}
+	if cid == "" {
+		if low := lower(id); low != id {
+			if cid, err = s.resolve(low); err != nil {
+				return "", err
+			}
+		}
+	}
+	s.cache.putResolve(id, cid, gen)
+	if cid == "" {
+		return "", notFound("collection")
+	}
+	return cid, nil
+}
+
+func (s *Store) resolve(alias string) (string, error) {
+	prefix := key(pAlias, alias, "")
+	var cid string
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: false})
+		defer it.Close()
+		it.Seek(prefix)
+		if it.ValidForPrefix(prefix) {
+			k := it.Item().Key()
+			if len(k) >= len(prefix)+2 {
+				cid = string(k[len(prefix)+2:])
+			}
+		}
+		return nil
+	})
+	return cid, internal(err, "resolve collection")
+}
+
+func lower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// Collection returns the prepared detail of canonical id; NotFound if
+// absent.
+func (s *Store) Collection(ctx context.Context, id string) (readmodel.CollectionView, error) {
+	k := string(key(pCollection, id))
+	if v, _, ok := s.cache.get(k); ok {
+		return v.(readmodel.CollectionView), nil
+	}
+	_, gen, _ := s.cache.get("")
+	b, ok, err := s.get([]byte(k))
+	if err != nil {
+		return readmodel.CollectionView{}, err
+	}
+	if !ok {
+		return readmodel.CollectionView{}, notFound("collection")
+	}
+	v, ok := decodeCollection(id, b)
+	if !ok {
+		return readmodel.CollectionView{}, readmodel.Errorf(readmodel.Internal, "corrupt collection view")
+	}
+	s.cache.put(k, v, gen)
+	return v, nil
+}
+
+// Floor returns the prepared floor view of canonical id; NotFound if
+// absent.
+func (s *Store) Floor(ctx context.Context, id string) (readmodel.FloorView, error) {
+	k := string(key(pFloor, id))
+	if v, _, ok := s.cache.get(k); ok {
+		return v.(readmodel.FloorView), nil
+	}
+	_, gen, _ := s.cache.get("")
+	b, ok, err := s.get([]byte(k))
+	if err != nil {
+		return readmodel.FloorView{}, err
+	}
+	if !ok {
+		return readmodel.FloorView{}, notFound("floor")
+	}
+	v, ok := decodeFloor(b)
+	if !ok {
+		return readmodel.FloorView{}, readmodel.Errorf(readmodel.Internal, "corrupt floor view")
+	}
+	s.cache.put(k, v, gen)
+	return v, nil
+}
+
+// Listings returns the listing snapshot of canonical id at version while
+// the node still holds it (superseded snapshots are kept for
+// Options.ListingsRetention), else the current one; version 0 means
+// current. Callers compare the returned Version with what they asked for.
+// A collection with no snapshot yet yields an empty current view (version
+// 0), not an error.
+func (s *Store) Listings(ctx context.Context, id string, version uint64) (readmodel.ListingsView, error) {
+	if version != 0 {
+		ok := make([]byte, 8)
+		binary.BigEndian.PutUint64(ok, version)
+		k := string(key(pOldListings, id, string(ok)))
+		if v, _, hit := s.cache.get(k); hit {
+			return v.(readmodel.ListingsView), nil
+		}
+		_, gen, _ := s.cache.get("")
+		b, found, err := s.get([]byte(k))
+		if err != nil {
+			return readmodel.ListingsView{}, err
+		}
+		if found {
+			if v, good := decodeListings(b); good {
+				s.cache.put(k, v, gen)
+				return v, nil
+			}
+		}
+	}
+	k := string(key(pListings, id))
+	if v, _, ok := s.cache.get(k); ok {
+		return v.(readmodel.ListingsView), nil
+	}
+	_, gen, _ := s.cache.get("")
+	b, ok, err := s.get([]byte(k))
+	if err != nil {
+		return readmodel.ListingsView{}, err
+	}
+	if !ok {
+		return readmodel.ListingsView{}, nil
+	}
+	v, ok := decodeListings(b)
+	if !ok {
+		return readmodel.ListingsView{}, readmodel.Errorf(readmodel.Internal, "corrupt listings view")
+	}
+	s.cache.put(k, v, gen)
+	return v, nil
+}
+
+// Token returns the prepared TokenDetail of (chain, address, tokenID),
+// address and tokenID exactly as the API normalized them; NotFound if the
+// token is not indexed.
+func (s *Store) Token(ctx context.Context, chain readmodel.Chain, address, tokenID string) (readmodel.TokenView, error) {
+	k := string(key(pToken, readmodel.TokenKey(chain, address, tokenID)))
+	if v, _, ok := s.cache.get(k); ok {
+		return v.(readmodel.TokenView), nil
+	}
+	_, gen, _ := s.cache.get("")
+	b, ok, err := s.get([]byte(k))
+	if err != nil {
+		return readmodel.TokenView{}, err
+	}
+	if !ok {
+		return readmodel.TokenView{}, notFound("token")
+	}
+	v, ok := decodeToken(b)
+	if !ok {
+		return readmodel.TokenView{}, readmodel.Errorf(readmodel.Internal, "corrupt token view")
+	}
+	s.cache.put(k, v, gen)
+	return v, nil
+}
+
+// Sales returns up to limit sales of canonical id, newest first (block
+// time, then a hash of the sale key). after is "" or a Page.Next: a keyset
+// position, so sales added later never shift a walk. A malformed position
+// is BadRequest.
+func (s *Store) Sales(ctx context.Context, id string, after string, limit int) (readmodel.Page, error) {
+	pos, err := decodePos(after)
+	if err != nil || (pos != nil && len(pos) != 16) {
+		return readmodel.Page{}, readmodel.Errorf(readmodel.BadRequest, "bad sales position")
+	}
+	return s.page(key(pSale, id, ""), pos, limit, "s|"+id+"|"+after, id)
+}
+
+// Browse returns up to limit collection summaries in the order of sort for
+// chain ("" = all chains): native-launched first, then volume (all-time,
+// descending), floor (stored snapshot's decimal, descending) or recent
+// (created, newest first), nulls last, ties by id. after is "" or a
+// Page.Next (a keyset position); a malformed one is BadRequest.
+func (s *Store) Browse(ctx context.Context, sort readmodel.Sort, chain readmodel.Chain, after string, limit int) (readmodel.Page, error) {
+	if _, ok := readmodel.ParseSort(string(sort)); !ok {
+		return readmodel.Page{}, readmodel.Errorf(readmodel.BadRequest, "unknown sort")
+	}
+	if chain != "" && !chain.Valid() {
+		return readmodel.Page{}, readmodel.Errorf(readmodel.BadRequest, "unknown chain")
+	}
+	pos, err := decodePos(after)
+	if err != nil || (pos != nil && (len(pos) < 11 || pos[0] > 1 || pos[1] > 1)) {
+		return readmodel.Page{}, readmodel.Errorf(readmodel.BadRequest, "bad browse position")
+	}
+	return s.page(browsePrefix(sort, chain), pos, limit, "b|"+string(sort)+"|"+string(chain)+"|"+after, "")
+}
+
+func browsePrefix(sort readmodel.Sort, chain readmodel.Chain) []byte {
+	c := string(chain)
+	if c == "" {
+		c = "*"
+	}
+	return key(pBrowse, string(sort), c, "")
+}
+
+func decodePos(after string) ([]byte, error) {
+	if after == "" {
+		return nil, nil
+	}
+	b, err := hex.DecodeString(after)
+	if err != nil || len(b) == 0 {
+		return nil, errors.New("bad position")
+	}
+	return b, nil
+}
+
+// page reads up to limit values after pos under prefix.
+func (s *Store) page(prefix, pos []byte, limit int, cacheKey, salesOf string) (readmodel.Page, error) {
+	if limit <= 0 {
+		limit = 1
+	}
+	ck := cacheKey + "|" + itoa(limit)
+	if p, _, ok := s.cache.getPage(ck, salesOf); ok {
+		return p, nil
+	}
+	_, gen, _ := s.cache.getPage("", salesOf)
+	var page readmodel.Page
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: min(limit+1, 100)})
+		defer it.Close()
+		start := append(append([]byte(nil), prefix...), pos...)
+		it.Seek(start)
+		if pos != nil && it.ValidForPrefix(prefix) && string(it.Item().Key()) == string(start) {
+			it.Next()
+		}
+		var last []byte
+		for ; it.ValidForPrefix(prefix); it.Next() {
+			if len(page.Items) == limit {
+				page.HasMore = true
+				page.Next = hex.EncodeToString(last)
+				break
+			}
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			if len(v) < 8 {
+				continue
+			}
+			page.Items = append(page.Items, v[8:])
+			last = append(last[:0], it.Item().Key()[len(prefix):]...)
+		}
+		return nil
+	})
+	if err != nil {
+		return readmodel.Page{}, internal(err, "read page")
+	}
+	s.cache.putPage(ck, salesOf, gen, page)
+	return page, nil
+}
+
+func itoa(n int) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			return string(b[i:])
+		}
+	}
+}
+
+// Digest returns a hex SHA-256 over every view (keys and contents, in key
+// order), excluding versions and node-local bookkeeping: two nodes that
+// applied the same messages hold the same digest however they got there.
+func (s *Store) Digest(ctx context.Context) (string, error) {
+	h := sha256.New()
+	var n [binary.MaxVarintLen64]byte
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: pView, PrefetchValues: true, PrefetchSize: 256})
+		defer it.Close()
+		for it.Seek(pView); it.ValidForPrefix(pView); it.Next() {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			k := it.Item().Key()
+			h.Write(n[:binary.PutUvarint(n[:], uint64(len(k)))])
+			h.Write(k)
+			err := it.Item().Value(func(v []byte) error {
+				if len(v) >= 8 {
+					v = v[8:]
+				}
+				h.Write(n[:binary.PutUvarint(n[:], uint64(len(v)))])
+				h.Write(v)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return "", internal(err, "digest")
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// Backup writes a full snapshot of the store to path's writer side (used by
+// replay to start a build from the node's current views).
+func (s *Store) CopyTo(ctx context.Context, dst *Store) error {
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 256})
+		defer it.Close()
+		wb := dst.db.NewWriteBatch()
+		defer wb.Cancel()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if len(it.Item().Key()) >= 2 && string(it.Item().Key()[:2]) == "o/" {
+				continue
+			}
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			if err := wb.Set(it.Item().KeyCopy(nil), v); err != nil {
+				return err
+			}
+		}
+		return wb.Flush()
+	})
+	return internal(err, "copy store")
+}
+
+func jsonGet[T any](txn *badger.Txn, k []byte) (*T, error) {
+	it, err := txn.Get(k)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var v T
+	err = it.Value(func(b []byte) error { return json.Unmarshal(b, &v) })
+	if err != nil {
+		return nil, err
+	}
+	return &v, nil
+}

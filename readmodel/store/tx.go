@@ -1,0 +1,468 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"math"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/marketd/marketd/readmodel"
+)
+
+// Tx is one read-write Badger transaction of the projector: the inputs it
+// reads and replaces, the views it writes and the applied position, all
+// committed together by Update. A Tx is not safe for concurrent use.
+type Tx struct {
+	s       *Store
+	txn     *badger.Txn
+	touched []string
+	aliases bool
+	browse  bool
+	sales   []string
+	err     error
+}
+
+// Update runs fn in one read-write transaction and commits it when fn
+// returns nil; nothing is written when fn fails. After the commit it
+// invalidates the cache entries of the views fn wrote. Errors are Internal
+// *readmodel.Error (cause ErrTooBig when the transaction outgrew Badger's
+// limit). Update calls are serialised by the caller (one projector).
+func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return internal(err, "update")
+	}
+	tx := &Tx{s: s, txn: s.db.NewTransaction(true)}
+	defer tx.txn.Discard()
+	if err := fn(tx); err != nil {
+		return internal(err, "apply")
+	}
+	if tx.err != nil {
+		return internal(tx.err, "apply")
+	}
+	if err := tx.txn.Commit(); err != nil {
+		return internal(err, "commit")
+	}
+	s.cache.invalidate(tx.touched, tx.aliases, tx.browse, tx.sales)
+	return nil
+}
+
+// View runs fn in a read-only transaction (writes through tx fail).
+func (s *Store) View(ctx context.Context, fn func(tx *Tx) error) error {
+	tx := &Tx{s: s, txn: s.db.NewTransaction(false)}
+	defer tx.txn.Discard()
+	return internal(fn(tx), "view")
+}
+
+func (t *Tx) set(k, v []byte) {
+	if t.err != nil {
+		return
+	}
+	t.err = t.txn.Set(k, v)
+}
+
+func (t *Tx) setEntry(e *badger.Entry) {
+	if t.err != nil {
+		return
+	}
+	t.err = t.txn.SetEntry(e)
+}
+
+func (t *Tx) del(k []byte) {
+	if t.err != nil {
+		return
+	}
+	t.err = t.txn.Delete(k)
+}
+
+func (t *Tx) getRaw(k []byte) ([]byte, bool, error) {
+	it, err := t.txn.Get(k)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	v, err := it.ValueCopy(nil)
+	return v, err == nil, err
+}
+
+func (t *Tx) putJSON(k []byte, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		if t.err == nil {
+			t.err = err
+		}
+		return
+	}
+	t.set(k, b)
+}
+
+func (t *Tx) view(k []byte, v []byte) {
+	t.set(k, v)
+	t.touched = append(t.touched, string(k))
+}
+
+func (t *Tx) delView(k []byte) {
+	t.del(k)
+	t.touched = append(t.touched, string(k))
+}
+
+// StreamPos is the last applied message of one stream: its sequence and
+// its message id (to detect a stream that re-issued sequence numbers).
+type StreamPos struct {
+	Seq uint64 `json:"seq"`
+	ID  string `json:"id"`
+}
+
+// Position returns the applied position saved for stream (zero if none).
+func (t *Tx) Position(stream string) (StreamPos, error) {
+	p, err := jsonGet[StreamPos](t.txn, key(pPosition, stream))
+	if err != nil || p == nil {
+		return StreamPos{}, err
+	}
+	return *p, nil
+}
+
+// SetPosition records that stream has been applied up to p.
+func (t *Tx) SetPosition(stream string, p StreamPos) { t.putJSON(key(pPosition, stream), p) }
+
+// NextVersion returns a fresh, node-local, increasing view version.
+func (t *Tx) NextVersion() uint64 {
+	var v uint64
+	if b, ok, err := t.getRaw(kVersion); err != nil {
+		t.err = err
+	} else if ok && len(b) == 8 {
+		v = binary.BigEndian.Uint64(b)
+	}
+	v++
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, v)
+	t.set(kVersion, b)
+	return v
+}
+
+// Positions returns the applied positions saved in s.
+func (s *Store) Positions(ctx context.Context, streams ...string) ([]StreamPos, error) {
+	out := make([]StreamPos, len(streams))
+	err := s.View(ctx, func(tx *Tx) error {
+		for i, st := range streams {
+			p, err := tx.Position(st)
+			if err != nil {
+				return err
+			}
+			out[i] = p
+		}
+		return nil
+	})
+	return out, err
+}
+
+// --- inputs -------------------------------------------------------------
+
+// Get reads the JSON input stored under (kind, parts) into a new T; nil
+// when absent. Inputs are the projector's latest rows per subject; their
+// names are the projector's business, the store only keeps them.
+func Get[T any](t *Tx, kind InputKind, parts ...string) (*T, error) {
+	v, err := jsonGet[T](t.txn, inputKey(kind, parts))
+	if err != nil {
+		t.err = errors.Join(t.err, err)
+	}
+	return v, err
+}
+
+// Put stores v as the JSON input under (kind, parts).
+func (t *Tx) Put(kind InputKind, v any, parts ...string) { t.putJSON(inputKey(kind, parts), v) }
+
+// Delete removes the input under (kind, parts).
+func (t *Tx) Delete(kind InputKind, parts ...string) { t.del(inputKey(kind, parts)) }
+
+// InputKind names a family of projection inputs.
+type InputKind int
+
+const (
+	InDoc         InputKind = iota // (cid) CollectionDoc
+	InStats                        // (cid) CollectionStats
+	InAnalytics                    // (cid) Analytics
+	InRows                         // (source, cid) listing rows
+	InStatus                       // (source, cid) poll status
+	InRates                        // () USD rates
+	InLastGood                     // (cid) last-good buyer floor
+	InTokenDoc                     // (token key) token document
+	InTokenBucket                  // (cid, bucket) token keys of a bucket
+	InJob                          // (name) node-local job state
+)
+
+func inputKey(kind InputKind, parts []string) []byte {
+	switch kind {
+	case InDoc:
+		return key(pDoc, parts...)
+	case InStats:
+		return key(pStats, parts...)
+	case InAnalytics:
+		return key(pAnalytics, parts...)
+	case InRows:
+		return key(pRows, parts...)
+	case InStatus:
+		return key(pStatus, parts...)
+	case InRates:
+		return kRates
+	case InLastGood:
+		return key(pLastGood, parts...)
+	case InTokenDoc:
+		return key(pTokenDoc, parts...)
+	case InTokenBucket:
+		return key(pTokenBucket, parts...)
+	case InJob:
+		return key(pJob, parts...)
+	}
+	return key([]byte("i/?/"), parts...)
+}
+
+// EachInput calls fn with the last key part and raw JSON of every input of
+// kind under the leading parts (e.g. every bucket of a collection), in key
+// order; fn's error stops the walk.
+func (t *Tx) EachInput(kind InputKind, leading []string, fn func(last string, raw []byte) error) error {
+	prefix := inputKey(kind, append(append([]string(nil), leading...), ""))
+	it := t.txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 64})
+	defer it.Close()
+	for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
+		last := string(it.Item().Key()[len(prefix):])
+		var err error
+		if e := it.Item().Value(func(v []byte) error { err = fn(last, v); return nil }); e != nil {
+			return e
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Register records that collection cid exists in some input, so full
+// re-renders reach it.
+func (t *Tx) Register(cid string) { t.set(key(pRegistry, cid), nil) }
+
+// Collections returns up to limit registered collection ids after the id
+// after ("" = from the start), in key order.
+func (t *Tx) Collections(after string, limit int) ([]string, error) {
+	it := t.txn.NewIterator(badger.IteratorOptions{Prefix: pRegistry})
+	defer it.Close()
+	start := key(pRegistry, after)
+	var out []string
+	for it.Seek(start); it.ValidForPrefix(pRegistry) && len(out) < limit; it.Next() {
+		id := string(it.Item().Key()[len(pRegistry):])
+		if after != "" && id == after {
+			continue
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+// --- views --------------------------------------------------------------
+
+// PutCollection writes cid's collection view.
+func (t *Tx) PutCollection(v readmodel.CollectionView) {
+	t.view(key(pCollection, v.ID), encodeCollection(v))
+}
+
+// PutFloor writes cid's floor view.
+func (t *Tx) PutFloor(cid string, v readmodel.FloorView) { t.view(key(pFloor, cid), encodeFloor(v)) }
+
+// DeleteFloor removes cid's floor view.
+func (t *Tx) DeleteFloor(cid string) { t.delView(key(pFloor, cid)) }
+
+// PutListings writes cid's current listing snapshot and keeps the one it
+// supersedes readable by version for Options.ListingsRetention.
+func (t *Tx) PutListings(cid string, v readmodel.ListingsView) {
+	k := key(pListings, cid)
+	if old, ok, err := t.getRaw(k); err != nil {
+		t.err = errors.Join(t.err, err)
+	} else if ok && len(old) >= 8 {
+		ok := key(pOldListings, cid, string(old[:8]))
+		t.setEntry(badger.NewEntry(ok, old).WithTTL(t.s.opts.ListingsRetention))
+		t.touched = append(t.touched, string(ok))
+	}
+	t.view(k, encodeListings(v))
+}
+
+// PutToken writes the token view under its token key.
+func (t *Tx) PutToken(tokenKey string, v readmodel.TokenView) {
+	t.view(key(pToken, tokenKey), encodeToken(v))
+}
+
+// DeleteToken removes a token view.
+func (t *Tx) DeleteToken(tokenKey string) { t.delView(key(pToken, tokenKey)) }
+
+// Alias is one {id} form of a collection. Kind ranks the forms for
+// collisions: 0 document id, 1 address, 2 slug.
+type Alias struct {
+	Key   string
+	Kind  byte
+	Chain readmodel.Chain
+}
+
+func aliasKey(a Alias, cid string) []byte {
+	rank := byte(0xff)
+	if r := a.Chain.Rank(); r >= 0 {
+		rank = byte(r)
+	}
+	return append(key(pAlias, a.Key, ""), append([]byte{a.Kind, rank}, cid...)...)
+}
+
+// SetAliases replaces cid's aliases old by new.
+func (t *Tx) SetAliases(cid string, old, new []Alias) {
+	for _, a := range old {
+		t.del(aliasKey(a, cid))
+	}
+	for _, a := range new {
+		if a.Key == "" || len(a.Key) > MaxIDLength {
+			continue
+		}
+		t.set(aliasKey(a, cid), plain(nil))
+	}
+	t.aliases = true
+}
+
+// BrowseEntry places a collection summary in one browse order.
+type BrowseEntry struct {
+	Sort   readmodel.Sort
+	Chain  readmodel.Chain // "" for the all-chains order
+	Native bool
+	// Present is false when the sort value is null (sorted last).
+	Present bool
+	// Value sorts descending.
+	Value float64
+}
+
+// SetBrowse replaces cid's browse entries by entries, each holding item.
+func (t *Tx) SetBrowse(cid string, entries []BrowseEntry, item []byte) {
+	back := key(pBrowseBack, cid)
+	var oldKeys [][]byte
+	if b, ok, err := t.getRaw(back); err != nil {
+		t.err = errors.Join(t.err, err)
+	} else if ok {
+		_ = json.Unmarshal(b, &oldKeys)
+	}
+	for _, k := range oldKeys {
+		t.del(k)
+	}
+	newKeys := make([][]byte, 0, len(entries))
+	for _, e := range entries {
+		k := browsePrefix(e.Sort, e.Chain)
+		nb := byte(1)
+		if e.Native {
+			nb = 0
+		}
+		pb := byte(1)
+		var sk uint64
+		if e.Present && !math.IsNaN(e.Value) {
+			pb = 0
+			sk = ^orderedFloat(e.Value)
+		}
+		k = append(k, nb, pb)
+		k = binary.BigEndian.AppendUint64(k, sk)
+		k = append(k, cid...)
+		t.set(k, plain(item))
+		newKeys = append(newKeys, k)
+	}
+	t.putJSON(back, newKeys)
+	t.browse = true
+}
+
+// orderedFloat maps f to a uint64 whose order matches f's.
+func orderedFloat(f float64) uint64 {
+	b := math.Float64bits(f)
+	if b&(1<<63) != 0 {
+		return ^b
+	}
+	return b | 1<<63
+}
+
+func saleSuffix(row *readmodel.SaleRow) []byte {
+	h := sha256.Sum256([]byte(row.SaleKey()))
+	var ts uint64
+	if !row.Timestamp.IsZero() {
+		ts = uint64(row.Timestamp.UnixNano()) ^ 1<<63
+	}
+	b := binary.BigEndian.AppendUint64(nil, ^ts)
+	return append(b, h[:8]...)
+}
+
+// AddSale indexes one sale of cid with its rendered item, unless the same
+// sale (SaleKey) is already indexed; it reports whether it added.
+func (t *Tx) AddSale(cid string, row *readmodel.SaleRow, item []byte) (bool, error) {
+	suf := saleSuffix(row)
+	dk := key(pSaleKey, cid, string(suf[8:]))
+	if _, ok, err := t.getRaw(dk); err != nil {
+		return false, err
+	} else if ok {
+		return false, nil
+	}
+	t.set(dk, suf)
+	t.putJSON(key(pSaleRow, cid, string(suf)), row)
+	t.set(key(pSale, cid, string(suf)), plain(item))
+	t.sales = append(t.sales, cid)
+	return true, t.err
+}
+
+// RerenderSales calls render for every stored sale of cid and replaces its
+// item by the result (nil drops nothing and keeps the old item).
+func (t *Tx) RerenderSales(cid string, render func(*readmodel.SaleRow) []byte) error {
+	prefix := key(pSaleRow, cid, "")
+	it := t.txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 128})
+	defer it.Close()
+	for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
+		suf := append([]byte(nil), it.Item().Key()[len(prefix):]...)
+		var row readmodel.SaleRow
+		if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &row) }); err != nil {
+			return err
+		}
+		if item := render(&row); item != nil {
+			t.set(key(pSale, cid, string(suf)), plain(item))
+		}
+	}
+	t.sales = append(t.sales, cid)
+	return t.err
+}
+
+// SetDeadline records when cid's listing snapshot next changes by the clock
+// alone (zero clears it).
+func (t *Tx) SetDeadline(cid string, at time.Time) {
+	dk := key(pDeadline, cid)
+	if b, ok, err := t.getRaw(dk); err != nil {
+		t.err = errors.Join(t.err, err)
+	} else if ok && len(b) == 8 {
+		t.del(append(append([]byte(nil), pDeadlines...), append(b, cid...)...))
+	}
+	if at.IsZero() {
+		t.del(dk)
+		return
+	}
+	b := binary.BigEndian.AppendUint64(nil, uint64(at.UnixMilli()))
+	t.set(dk, b)
+	t.set(append(append([]byte(nil), pDeadlines...), append(b, cid...)...), nil)
+}
+
+// Due returns up to limit collections whose deadline is at or before now.
+func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	var out []string
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: pDeadlines})
+		defer it.Close()
+		for it.Seek(pDeadlines); it.ValidForPrefix(pDeadlines) && len(out) < limit; it.Next() {
+			k := it.Item().Key()[len(pDeadlines):]
+			if len(k) < 8 || int64(binary.BigEndian.Uint64(k)) > now.UnixMilli() {
+				break
+			}
+			out = append(out, string(k[8:]))
+		}
+		return nil
+	})
+	return out, internal(err, "due deadlines")
+}
