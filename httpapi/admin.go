@@ -1,0 +1,115 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
+)
+
+// Admin is what the admin listener needs; cmd/marketd implements it. Its
+// methods are called concurrently.
+type Admin interface {
+	// Ready reports whether the node has projected its first cycle.
+	Ready() bool
+	// RunIngest runs one full ingest cycle and returns once the projector
+	// has applied it, with a JSON-encodable summary. An error (for example a
+	// role without ingest) is answered 503.
+	RunIngest(ctx context.Context) (any, error)
+	// Sources returns per-source status (last success, last failure, error
+	// class), JSON-encodable.
+	Sources(ctx context.Context) (any, error)
+}
+
+// AdminServer is the admin listener (DESIGN: 127.0.0.1:8081, never the
+// public port):
+//
+//	GET  /healthz        200 {"ok":true}
+//	GET  /readyz         200 {"ready":true}, or 503 {"ready":false}
+//	GET  /metrics        Prometheus text format of the registry
+//	POST /admin/ingest   200 JSON summary of one ingest cycle; 503 on error
+//	GET  /admin/sources  200 JSON per-source status; 503 on error
+//
+// It is a plain net/http server. Serve with Listen, stop with Shutdown.
+type AdminServer struct {
+	a   Admin
+	log zerolog.Logger
+	srv *http.Server
+	mux *http.ServeMux
+}
+
+// NewAdmin builds the admin listener over a, serving reg at /metrics (nil
+// reg serves an empty registry).
+func NewAdmin(a Admin, reg *prometheus.Registry, log zerolog.Logger) *AdminServer {
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	s := &AdminServer{a: a, log: log.With().Str("component", "admin").Logger(), mux: http.NewServeMux()}
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeAdminJSON(w, http.StatusOK, map[string]bool{"ok": true})
+	})
+	s.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if a.Ready() {
+			writeAdminJSON(w, http.StatusOK, map[string]bool{"ready": true})
+			return
+		}
+		writeAdminJSON(w, http.StatusServiceUnavailable, map[string]bool{"ready": false})
+	})
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	s.mux.HandleFunc("POST /admin/ingest", func(w http.ResponseWriter, r *http.Request) {
+		s.answer(w, "ingest", func() (any, error) { return a.RunIngest(r.Context()) })
+	})
+	s.mux.HandleFunc("GET /admin/sources", func(w http.ResponseWriter, r *http.Request) {
+		s.answer(w, "sources", func() (any, error) { return a.Sources(r.Context()) })
+	})
+	s.srv = &http.Server{
+		Handler:           s.mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       75 * time.Second,
+	}
+	return s
+}
+
+// Handler returns the admin HTTP handler (for tests).
+func (s *AdminServer) Handler() http.Handler { return s.mux }
+
+// Listen serves on ln until Shutdown; it returns nil after a clean
+// shutdown.
+func (s *AdminServer) Listen(ln net.Listener) error {
+	if err := s.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// Shutdown stops the listener and waits for in-flight requests until ctx is
+// done.
+func (s *AdminServer) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx) }
+
+func (s *AdminServer) answer(w http.ResponseWriter, what string, f func() (any, error)) {
+	v, err := f()
+	if err != nil {
+		s.log.Warn().Err(err).Str("op", what).Msg("admin request failed")
+		writeAdminJSON(w, http.StatusServiceUnavailable, errorBody{Error: errorObject{Code: "unavailable", Message: err.Error()}})
+		return
+	}
+	writeAdminJSON(w, http.StatusOK, v)
+}
+
+func writeAdminJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":{"code":"internal","message":"response not encodable"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}

@@ -1,0 +1,56 @@
+package httpapi
+
+import (
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/marketd/marketd/readmodel"
+)
+
+// Responses are built by appending prepared bytes straight into fasthttp's
+// pooled response body buffer: no item is marshalled per request.
+
+func appendTime(resp *fasthttp.Response, now time.Time) {
+	var b [40]byte
+	resp.AppendBody(now.UTC().AppendFormat(b[:0], readmodel.TimeFormat))
+}
+
+// appendTimed appends a TimedBody with now in its slot.
+func appendTimed(resp *fasthttp.Response, tb readmodel.TimedBody, now time.Time) {
+	resp.AppendBody(tb.Head)
+	if tb.Timed {
+		appendTime(resp, now)
+		resp.AppendBody(tb.Tail)
+	}
+}
+
+// appendItems appends `[item,item,...]`.
+func appendItems(resp *fasthttp.Response, items [][]byte) {
+	resp.AppendBodyString("[")
+	for i, it := range items {
+		if i > 0 {
+			resp.AppendBodyString(",")
+		}
+		resp.AppendBody(it)
+	}
+	resp.AppendBodyString("]")
+}
+
+// appendPagination appends `,"pagination":{...}` with next as the cursor
+// text (nil → null).
+func appendPagination(resp *fasthttp.Response, next []byte, hasMore bool) {
+	resp.AppendBodyString(`,"pagination":{"nextCursor":`)
+	if next == nil {
+		resp.AppendBodyString("null")
+	} else {
+		resp.AppendBodyString(`"`)
+		resp.AppendBody(next) // base64url: nothing to escape
+		resp.AppendBodyString(`"`)
+	}
+	if hasMore {
+		resp.AppendBodyString(`,"hasMore":true}`)
+	} else {
+		resp.AppendBodyString(`,"hasMore":false}`)
+	}
+}

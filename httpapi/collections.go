@@ -1,0 +1,92 @@
+package httpapi
+
+import (
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/marketd/marketd/readmodel"
+)
+
+var (
+	errSort  = readmodel.Errorf(readmodel.BadRequest, "sort must be one of volume, floor, recent")
+	errChain = readmodel.Errorf(readmodel.BadRequest, "chain must be one of solana, ethereum, polygon, base, ink, apechain, abstract, robinhood")
+)
+
+// getCollections serves GET /v1/collections: a cursor-paginated browse of
+// collection summaries, native-launched first, then by sort (volume, floor,
+// recent), optionally restricted to one chain. The cursor is bound to the
+// sort and chain. Errors: 400 (parameters, cursor), 502 (index unreadable).
+func (s *Server) getCollections(c *fiber.Ctx, rt *route) error {
+	args := c.Context().QueryArgs()
+	sort := readmodel.SortVolume
+	if args.Has("sort") {
+		v, ok := readmodel.ParseSort(string(args.Peek("sort")))
+		if !ok {
+			return errSort
+		}
+		sort = v
+	}
+	var chain readmodel.Chain
+	if args.Has("chain") {
+		v, ok := readmodel.ParseChain(string(args.Peek("chain")))
+		if !ok {
+			return errChain
+		}
+		chain = v
+	}
+	limit, err := queryLimit(c)
+	if err != nil {
+		return err
+	}
+	bind := string(sort) + "|" + string(chain)
+	now := s.now()
+	var after string
+	if text, ok := queryCursor(c); ok {
+		k, err := s.cursors.parse(text, cursorCollections, bind, now)
+		if err != nil {
+			return err
+		}
+		after = k.pos
+	}
+	page, err := s.r.Browse(c.UserContext(), sort, chain, after, limit)
+	if err != nil {
+		return err
+	}
+	setJSON(c)
+	if writeCache(c, rt, newETag("collections").str(bind).str(after).version(page.Version)) {
+		return nil
+	}
+	resp := c.Response()
+	resp.AppendBodyString(`{"data":`)
+	appendItems(resp, page.Items)
+	var next []byte
+	if page.HasMore {
+		var b [512]byte
+		next = s.cursors.appendCursor(b[:0], cursor{kind: cursorCollections, bind: bind, pos: page.Next}, now)
+	}
+	appendPagination(resp, next, page.HasMore)
+	resp.AppendBodyString("}")
+	return nil
+}
+
+// getCollection serves GET /v1/collections/{id}: the collection detail.
+// Errors: 404 (unresolved id). Never 502: degraded indexer data is already
+// null fields / stale in the prepared detail; a node read failure answers
+// 404 (see status).
+func (s *Server) getCollection(c *fiber.Ctx, rt *route) error {
+	cv, err := s.resolve(c)
+	if err != nil {
+		return err
+	}
+	if len(cv.Detail) == 0 {
+		return errCollection
+	}
+	setJSON(c)
+	if writeCache(c, rt, newETag("collection").str(cv.ID).version(cv.Version)) {
+		return nil
+	}
+	resp := c.Response()
+	resp.AppendBodyString(`{"data":`)
+	resp.AppendBody(cv.Detail)
+	resp.AppendBodyString("}")
+	return nil
+}

@@ -1,0 +1,163 @@
+package httpapi
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"hash"
+	"sync"
+	"time"
+
+	"github.com/marketd/marketd/readmodel"
+)
+
+// cursorKind is the endpoint a cursor was minted for; a cursor verifies only
+// on its own endpoint (SPEC listings rule 10, sales rule 5).
+type cursorKind byte
+
+const (
+	cursorListings    cursorKind = 'L'
+	cursorSales       cursorKind = 'S'
+	cursorCollections cursorKind = 'C'
+)
+
+const (
+	cursorVersion = 1
+	cursorMACLen  = 16 // truncated HMAC-SHA256
+	// maxCursorLen bounds the text a client can make us decode.
+	maxCursorLen = 1024
+)
+
+// cursor is the decoded content of a pagination cursor.
+type cursor struct {
+	kind cursorKind
+	// bind is what the cursor is bound to: the canonical collection id
+	// (listings, sales) or "sort|chain" (collections).
+	bind string
+	// pos is the store position (sales, collections: a Page.Next).
+	pos string
+	// offset and version are the listings position: the index into the
+	// snapshot and the snapshot version it was minted from.
+	offset  uint64
+	version uint64
+}
+
+// cursorCodec mints and verifies cursors: base64url(payload ‖ mac), the
+// mac being HMAC-SHA256(key, payload) truncated to 16 bytes. The payload
+// carries an expiry. It is safe for concurrent use.
+type cursorCodec struct {
+	ttl  time.Duration
+	macs sync.Pool // hash.Hash
+}
+
+func newCursorCodec(key []byte, ttl time.Duration) *cursorCodec {
+	k := append([]byte(nil), key...)
+	cc := &cursorCodec{ttl: ttl}
+	cc.macs.New = func() any { return hmac.New(sha256.New, k) }
+	return cc
+}
+
+func (cc *cursorCodec) mac(dst, payload []byte) []byte {
+	h := cc.macs.Get().(hash.Hash)
+	h.Reset()
+	h.Write(payload)
+	dst = h.Sum(dst)
+	cc.macs.Put(h)
+	return dst
+}
+
+// expiry is now+ttl rounded up to the whole minute, so identical requests
+// within a minute mint identical cursors (stable bodies for caches).
+func (cc *cursorCodec) expiry(now time.Time) int64 {
+	e := now.Add(cc.ttl).Unix()
+	return (e + 59) / 60 * 60
+}
+
+// appendCursor appends the encoded cursor for k to dst.
+func (cc *cursorCodec) appendCursor(dst []byte, k cursor, now time.Time) []byte {
+	var pb [256]byte
+	p := pb[:0]
+	p = append(p, cursorVersion, byte(k.kind))
+	p = binary.BigEndian.AppendUint64(p, uint64(cc.expiry(now)))
+	p = binary.AppendUvarint(p, uint64(len(k.bind)))
+	p = append(p, k.bind...)
+	p = binary.AppendUvarint(p, uint64(len(k.pos)))
+	p = append(p, k.pos...)
+	p = binary.AppendUvarint(p, k.offset)
+	p = binary.AppendUvarint(p, k.version)
+	full := cc.mac(p, p)
+	full = full[:len(p)+cursorMACLen]
+	return base64.RawURLEncoding.AppendEncode(dst, full)
+}
+
+var (
+	errCursorEmpty   = readmodel.Errorf(readmodel.BadRequest, "cursor must not be empty or null; omit it on the first page")
+	errCursorBad     = readmodel.Errorf(readmodel.BadRequest, "cursor is malformed; pass pagination.nextCursor back verbatim")
+	errCursorExpired = readmodel.Errorf(readmodel.BadRequest, "cursor has expired; restart from the first page")
+	errCursorOther   = readmodel.Errorf(readmodel.BadRequest, "cursor was issued for a different endpoint or query; restart from the first page")
+)
+
+// parse verifies and decodes text as a cursor of kind for bind. Every
+// failure is a BadRequest *readmodel.Error.
+func (cc *cursorCodec) parse(text string, kind cursorKind, bind string, now time.Time) (cursor, error) {
+	if text == "" || text == "null" {
+		return cursor{}, errCursorEmpty
+	}
+	if len(text) > maxCursorLen {
+		return cursor{}, errCursorBad
+	}
+	var rb [maxCursorLen]byte
+	raw, err := base64.RawURLEncoding.AppendDecode(rb[:0], []byte(text))
+	if err != nil || len(raw) < cursorMACLen+2+8 {
+		return cursor{}, errCursorBad
+	}
+	payload, sum := raw[:len(raw)-cursorMACLen], raw[len(raw)-cursorMACLen:]
+	var mb [sha256.Size]byte
+	if !hmac.Equal(cc.mac(mb[:0], payload)[:cursorMACLen], sum) {
+		return cursor{}, errCursorBad
+	}
+	if payload[0] != cursorVersion {
+		return cursor{}, errCursorBad
+	}
+	var k cursor
+	k.kind = cursorKind(payload[1])
+	exp := int64(binary.BigEndian.Uint64(payload[2:10]))
+	rest := payload[10:]
+	var ok bool
+	if k.bind, rest, ok = readString(rest); !ok {
+		return cursor{}, errCursorBad
+	}
+	if k.pos, rest, ok = readString(rest); !ok {
+		return cursor{}, errCursorBad
+	}
+	if k.offset, rest, ok = readUvarint(rest); !ok {
+		return cursor{}, errCursorBad
+	}
+	if k.version, rest, ok = readUvarint(rest); !ok || len(rest) != 0 {
+		return cursor{}, errCursorBad
+	}
+	if k.kind != kind || k.bind != bind {
+		return cursor{}, errCursorOther
+	}
+	if now.Unix() >= exp {
+		return cursor{}, errCursorExpired
+	}
+	return k, nil
+}
+
+func readUvarint(b []byte) (uint64, []byte, bool) {
+	v, n := binary.Uvarint(b)
+	if n <= 0 {
+		return 0, nil, false
+	}
+	return v, b[n:], true
+}
+
+func readString(b []byte) (string, []byte, bool) {
+	n, rest, ok := readUvarint(b)
+	if !ok || n > uint64(len(rest)) {
+		return "", nil, false
+	}
+	return string(rest[:n]), rest[n:], true
+}

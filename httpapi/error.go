@@ -1,0 +1,111 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/marketd/marketd/readmodel"
+)
+
+var (
+	errNoRoute = readmodel.Errorf(readmodel.NotFound, "no such endpoint")
+	errMethod  = &methodError{}
+)
+
+// methodError is a request with a method other than GET or OPTIONS.
+type methodError struct{}
+
+func (*methodError) Error() string { return "method not allowed" }
+
+// status maps an error to SPEC §7's HTTP status and code on route rt (nil
+// outside the public routes). It is the one place that decides:
+//   - BadRequest → 400 bad_request, NotFound → 404 not_found,
+//     RateLimited → 429 rate_limited;
+//   - UpstreamError and Internal (a failure of the node, any foreign error)
+//     → 502 upstream_error with a generic message, except on the routes SPEC
+//     says never answer 502 (detail, floor, token, index, openapi): there the
+//     collection or token is answered as not found (404 not_found, no-store,
+//     so nothing caches it), the only code §7 permits them besides 429;
+//   - a method other than GET/OPTIONS → 405 with code bad_request.
+func status(rt *route, err error) (int, readmodel.Code, string) {
+	var me *methodError
+	if errors.As(err, &me) {
+		return fiber.StatusMethodNotAllowed, readmodel.BadRequest, "method not allowed; use GET"
+	}
+	var fe *fiber.Error
+	if errors.As(err, &fe) {
+		switch {
+		case fe.Code == fiber.StatusNotFound:
+			return fiber.StatusNotFound, readmodel.NotFound, "no such endpoint"
+		case fe.Code == fiber.StatusMethodNotAllowed:
+			return fiber.StatusMethodNotAllowed, readmodel.BadRequest, "method not allowed; use GET"
+		case fe.Code >= 400 && fe.Code < 500:
+			return fiber.StatusBadRequest, readmodel.BadRequest, "malformed request"
+		}
+	}
+	switch code := readmodel.ErrorCode(err); code {
+	case readmodel.BadRequest:
+		return fiber.StatusBadRequest, code, readmodel.ErrorMessage(err)
+	case readmodel.NotFound:
+		return fiber.StatusNotFound, code, readmodel.ErrorMessage(err)
+	case readmodel.RateLimited:
+		return fiber.StatusTooManyRequests, code, readmodel.ErrorMessage(err)
+	default: // UpstreamError, Internal, foreign
+		if rt != nil && rt.never502 {
+			return fiber.StatusNotFound, readmodel.NotFound, "not available on this node right now"
+		}
+		msg := "a data source is unavailable"
+		if code == readmodel.UpstreamError {
+			msg = readmodel.ErrorMessage(err)
+		}
+		return fiber.StatusBadGateway, readmodel.UpstreamError, msg
+	}
+}
+
+// writeError answers err as SPEC §7's error body {error:{code,message}}
+// with Cache-Control: no-store and the CORS headers. Node failures are
+// logged here (the top of the request); client errors are not.
+func (s *Server) writeError(c *fiber.Ctx, rt *route, err error) {
+	st, code, msg := status(rt, err)
+	if c := readmodel.ErrorCode(err); c == readmodel.Internal || c == readmodel.UpstreamError {
+		var fe *fiber.Error
+		var me *methodError
+		if !errors.As(err, &fe) && !errors.As(err, &me) {
+			ev := s.log.Error().Err(err).Int("status", st)
+			if rt != nil {
+				ev = ev.Str("route", rt.pattern)
+			}
+			ev.Msg("request failed")
+		}
+	}
+	setCORS(c)
+	h := &c.Response().Header
+	h.Del(fiber.HeaderETag)
+	h.Del(headerCDNCacheControl)
+	h.Set(fiber.HeaderCacheControl, "no-store")
+	if st == fiber.StatusMethodNotAllowed {
+		h.Set(fiber.HeaderAllow, allowedMethods)
+	}
+	body, _ := json.Marshal(errorBody{Error: errorObject{Code: string(code), Message: msg}})
+	c.Status(st)
+	h.SetContentType(fiber.MIMEApplicationJSON)
+	c.Response().SetBody(body)
+}
+
+type errorBody struct {
+	Error errorObject `json:"error"`
+}
+
+type errorObject struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// fiberErrorHandler handles errors that reach Fiber outside the route
+// wrappers (router-level failures); it uses the same mapping.
+func (s *Server) fiberErrorHandler(c *fiber.Ctx, err error) error {
+	s.writeError(c, nil, err)
+	return nil
+}

@@ -1,0 +1,46 @@
+package httpapi
+
+import (
+	"github.com/gofiber/fiber/v2"
+)
+
+// getFloor serves GET /v1/collections/{id}/floor: the FloorResponse with
+// updatedAt set to now. When the view's last-good buyerFloor has aged out
+// (now ≥ FallbackAfter) the prepared fallback is served instead. Errors:
+// 404 (unresolved id, or no usable chain). Never 502: a total failure is
+// null floors with 200 (prepared by the projector); a node read failure
+// answers 404 (see status).
+func (s *Server) getFloor(c *fiber.Ctx, rt *route) error {
+	cv, err := s.resolve(c)
+	if err != nil {
+		return err
+	}
+	if cv.Chain == "" {
+		return errNoChain
+	}
+	fv, err := s.r.Floor(c.UserContext(), cv.ID)
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	body, fallback := fv.Body, false
+	if !fv.FallbackAfter.IsZero() && !now.Before(fv.FallbackAfter) {
+		body, fallback = fv.Fallback, true
+	}
+	if len(body.Head) == 0 {
+		return errCollection
+	}
+	setJSON(c)
+	tag := newETag("floor").str(cv.ID).version(cv.Version).version(fv.Version)
+	if fallback {
+		tag = tag.str("fallback")
+	}
+	if writeCache(c, rt, tag) {
+		return nil
+	}
+	resp := c.Response()
+	resp.AppendBodyString(`{"data":`)
+	appendTimed(resp, body, now)
+	resp.AppendBodyString("}")
+	return nil
+}

@@ -1,0 +1,149 @@
+package httpapi
+
+import (
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/marketd/marketd/readmodel"
+)
+
+var (
+	errNoChain      = readmodel.Errorf(readmodel.NotFound, "collection has no recognised chain")
+	errPastCeiling  = readmodel.Errorf(readmodel.BadRequest, "cursor offset is beyond the listings snapshot ceiling")
+	errAllListFeeds = readmodel.Errorf(readmodel.UpstreamError, "every listing source is unavailable; listings are unknown, not empty")
+)
+
+// getListings serves GET /v1/collections/{id}/listings: the active,
+// unexpired listings of a collection, cheapest first, paged through the
+// ≤250-item snapshot by offset cursors (SPEC §4 listings rules 1–11).
+//
+// Beyond SPEC, a cursor pins the snapshot version it was minted from: while
+// the node still holds that version a walk is a consistent read; after that
+// it falls back to the offset in the current snapshot. Items that expired
+// after projection are skipped at request time. meta is present only when
+// a source is stale; 502 only when every source failed and nothing is
+// known. Errors: 400, 404, 502.
+func (s *Server) getListings(c *fiber.Ctx, rt *route) error {
+	cv, err := s.resolve(c)
+	if err != nil {
+		return err
+	}
+	if cv.Chain == "" {
+		return errNoChain
+	}
+	limit, err := queryLimit(c)
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	var offset, version uint64
+	if text, ok := queryCursor(c); ok {
+		k, err := s.cursors.parse(text, cursorListings, cv.ID, now)
+		if err != nil {
+			return err
+		}
+		if k.offset > readmodel.ListingsCeiling {
+			return errPastCeiling
+		}
+		offset, version = k.offset, k.version
+	}
+	lv, err := s.r.Listings(c.UserContext(), cv.ID, version)
+	if err != nil {
+		return err
+	}
+
+	// Staleness: the view's failing sources; a collection without a
+	// contract/mint contributes no native rows (rule 9).
+	var staleBuf [2]readmodel.Source
+	stale := staleBuf[:0]
+	for _, src := range lv.StaleSources {
+		if (src == readmodel.SourceOrderBook || src == readmodel.SourceIndexerMirror) && !containsSource(stale, src) {
+			stale = append(stale, src)
+		}
+	}
+	allFailed := lv.AllFailed
+	if !cv.HasContract {
+		if !containsSource(stale, readmodel.SourceOrderBook) {
+			stale = append([]readmodel.Source{readmodel.SourceOrderBook}, stale...)
+		}
+		if containsSource(stale, readmodel.SourceIndexerMirror) {
+			allFailed = true
+		}
+	}
+
+	// One pass over the snapshot: live items, the page, what lies after it.
+	nowMs := now.UnixMilli()
+	items := lv.Items
+	if len(items) > readmodel.ListingsCeiling {
+		items = items[:readmodel.ListingsCeiling]
+	}
+	live := func(i int) bool {
+		return i >= len(lv.ExpiresAt) || lv.ExpiresAt[i] == 0 || lv.ExpiresAt[i] > nowMs
+	}
+	var liveTotal, expired uint64
+	for i := range items {
+		if live(i) {
+			liveTotal++
+		} else {
+			expired++
+		}
+	}
+	if allFailed && liveTotal == 0 {
+		return errAllListFeeds
+	}
+
+	setJSON(c)
+	tag := newETag("listings").str(cv.ID).version(cv.Version).version(lv.Version).num(expired).num(offset).num(uint64(limit))
+	if writeCache(c, rt, tag) {
+		return nil
+	}
+	resp := c.Response()
+	resp.AppendBodyString(`{"data":[`)
+	n, i := 0, int(min(offset, uint64(len(items))))
+	for ; i < len(items) && n < limit; i++ {
+		if !live(i) {
+			continue
+		}
+		if n > 0 {
+			resp.AppendBodyString(",")
+		}
+		resp.AppendBody(items[i])
+		n++
+	}
+	resp.AppendBodyString("]")
+	hasMore := false
+	for j := i; j < len(items); j++ {
+		if live(j) {
+			hasMore = true
+			break
+		}
+	}
+	var next []byte
+	if hasMore {
+		var b [512]byte
+		next = s.cursors.appendCursor(b[:0], cursor{kind: cursorListings, bind: cv.ID, offset: uint64(i), version: lv.Version}, now)
+	}
+	appendPagination(resp, next, hasMore)
+	if len(stale) > 0 {
+		resp.AppendBodyString(`,"meta":{"stale":true,"staleSources":[`)
+		for j, src := range stale {
+			if j > 0 {
+				resp.AppendBodyString(",")
+			}
+			resp.AppendBodyString(`"`)
+			resp.AppendBodyString(string(src))
+			resp.AppendBodyString(`"`)
+		}
+		resp.AppendBodyString("]}")
+	}
+	resp.AppendBodyString("}")
+	return nil
+}
+
+func containsSource(list []readmodel.Source, s readmodel.Source) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

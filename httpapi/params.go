@@ -1,0 +1,100 @@
+package httpapi
+
+import (
+	"net/url"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/marketd/marketd/readmodel"
+)
+
+const (
+	defaultLimit = 25
+	maxLimit     = 100
+	// maxIDLen is SPEC §8's collection {id} length limit: longer is 404
+	// without a lookup.
+	maxIDLen = 200
+	// maxTokenIDLen is SPEC §8's tokenId limit: longer is 404.
+	maxTokenIDLen = 100
+)
+
+var (
+	errLimit      = readmodel.Errorf(readmodel.BadRequest, "limit must be an integer from 1 to 100")
+	errCollection = readmodel.Errorf(readmodel.NotFound, "collection not found")
+)
+
+// queryLimit parses the shared limit parameter: absent → 25; present, it
+// must be a decimal integer from 1 to 100 (out of range is rejected, not
+// clamped).
+func queryLimit(c *fiber.Ctx) (int, error) {
+	args := c.Context().QueryArgs()
+	if !args.Has("limit") {
+		return defaultLimit, nil
+	}
+	v := args.Peek("limit")
+	if len(v) == 0 || len(v) > 4 {
+		return 0, errLimit
+	}
+	n := 0
+	for _, ch := range v {
+		if ch < '0' || ch > '9' {
+			return 0, errLimit
+		}
+		n = n*10 + int(ch-'0')
+	}
+	if n < 1 || n > maxLimit {
+		return 0, errLimit
+	}
+	return n, nil
+}
+
+// queryCursor returns the cursor parameter and whether it was present. A
+// present but empty value is returned as "" with present true (the codec
+// rejects it).
+func queryCursor(c *fiber.Ctx) (text string, present bool) {
+	args := c.Context().QueryArgs()
+	if !args.Has("cursor") {
+		return "", false
+	}
+	return string(args.Peek("cursor")), true
+}
+
+// pathParam returns a path parameter as an owned, unescaped string (Fiber's
+// own is a view into the request buffer). ok is false when the escape is
+// malformed.
+func pathParam(c *fiber.Ctx, name string) (string, bool) {
+	v := c.Params(name)
+	if strings.IndexByte(v, '%') >= 0 {
+		u, err := url.PathUnescape(v)
+		return u, err == nil
+	}
+	return strings.Clone(v), true
+}
+
+// resolve resolves the {id} path parameter to a canonical id and its
+// collection view. An id over 200 characters is not found without a
+// lookup.
+func (s *Server) resolve(c *fiber.Ctx) (readmodel.CollectionView, error) {
+	raw := c.Params("id")
+	if len(raw) > 3*maxIDLen {
+		return readmodel.CollectionView{}, errCollection
+	}
+	id, ok := pathParam(c, "id")
+	if !ok || id == "" || len(id) > maxIDLen {
+		return readmodel.CollectionView{}, errCollection
+	}
+	ctx := c.UserContext()
+	canon, err := s.r.ResolveCollection(ctx, id)
+	if err != nil {
+		return readmodel.CollectionView{}, err
+	}
+	cv, err := s.r.Collection(ctx, canon)
+	if err != nil {
+		return readmodel.CollectionView{}, err
+	}
+	if cv.ID == "" {
+		cv.ID = canon
+	}
+	return cv, nil
+}

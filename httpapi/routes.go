@@ -1,0 +1,80 @@
+package httpapi
+
+import (
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// bucket is a rate-limit counter (SPEC §8).
+type bucket uint8
+
+const (
+	bucketList bucket = iota
+	bucketItem
+)
+
+func (b bucket) String() string {
+	if b == bucketList {
+		return "list"
+	}
+	return "item"
+}
+
+// route is one public endpoint: its pattern (also the metrics label), its
+// rate bucket, its edge cache lifetime and its place in SPEC §7's table.
+type route struct {
+	pattern string
+	summary string
+	bucket  bucket
+	maxAge  int // s-maxage in seconds; stale-while-revalidate is twice it
+	// never502 marks endpoints that SPEC §7 says never answer 502 (detail,
+	// floor, token, index, openapi): a node failure there answers 404.
+	never502 bool
+	handle   func(s *Server, c *fiber.Ctx, rt *route) error
+
+	cacheControl    string // precomputed Cache-Control on success
+	cdnCacheControl string // precomputed CDN-Cache-Control on success
+	obs             *routeObservers
+}
+
+// routeTable is the whole public surface, in one place (SPEC §4, §8).
+func routeTable() []*route {
+	return []*route{
+		{pattern: "/v1", summary: "API index", bucket: bucketItem, maxAge: 3600, never502: true, handle: (*Server).getIndex},
+		{pattern: "/v1/openapi.json", summary: "OpenAPI 3.1 description", bucket: bucketItem, maxAge: 3600, never502: true, handle: (*Server).getOpenAPI},
+		{pattern: "/v1/collections", summary: "Browse collections", bucket: bucketList, maxAge: 60, handle: (*Server).getCollections},
+		{pattern: "/v1/collections/:id", summary: "Collection detail", bucket: bucketItem, maxAge: 30, never502: true, handle: (*Server).getCollection},
+		{pattern: "/v1/collections/:id/floor", summary: "Collection floor", bucket: bucketItem, maxAge: 10, never502: true, handle: (*Server).getFloor},
+		{pattern: "/v1/collections/:id/listings", summary: "Active listings", bucket: bucketList, maxAge: 15, handle: (*Server).getListings},
+		{pattern: "/v1/collections/:id/sales", summary: "Completed sales", bucket: bucketList, maxAge: 30, handle: (*Server).getSales},
+		{pattern: "/v1/tokens/:chain/:address/:tokenId", summary: "Token detail", bucket: bucketItem, maxAge: 30, never502: true, handle: (*Server).getToken},
+	}
+}
+
+// allowedMethods is the Allow header of every route (SPEC §1: GET, plus
+// OPTIONS for CORS preflight).
+const allowedMethods = "GET, OPTIONS"
+
+// register mounts every route: GET (rate limited, measured), OPTIONS
+// preflight (204), any other method 405, and a final catch-all 404.
+func (s *Server) register() {
+	s.routes = routeTable()
+	for _, rt := range s.routes {
+		rt.cacheControl = "public, s-maxage=" + strconv.Itoa(rt.maxAge) + ", stale-while-revalidate=" + strconv.Itoa(2*rt.maxAge)
+		rt.cdnCacheControl = "max-age=" + strconv.Itoa(rt.maxAge) + ", stale-while-revalidate=" + strconv.Itoa(2*rt.maxAge)
+		rt.obs = s.metrics.route(rt.pattern)
+		s.app.Add(fiber.MethodGet, rt.pattern, s.serve(rt))
+		s.app.Add(fiber.MethodOptions, rt.pattern, s.preflight(rt))
+		s.app.All(rt.pattern, s.methodNotAllowed(rt))
+	}
+	s.index = buildIndex(s.routes)
+	s.indexTag = newETag("index").str(string(s.index))
+	unmatched := s.metrics.route("unmatched")
+	s.app.Use(func(c *fiber.Ctx) error {
+		start := s.clock()
+		s.writeError(c, nil, errNoRoute)
+		unmatched.observe(c.Response().StatusCode(), start)
+		return nil
+	})
+}

@@ -1,0 +1,61 @@
+package httpapi
+
+import (
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/marketd/marketd/readmodel"
+)
+
+var errNoContract = readmodel.Errorf(readmodel.NotFound, "collection has no stored contract address")
+
+// getSales serves GET /v1/collections/{id}/sales: completed sales, newest
+// first, to the start of history. The cursor carries a keyset position of
+// the store, so new sales never shift a walk; an unresolvable position is
+// 400 (from Reader). Pages may hold fewer than limit items, even none,
+// while hasMore is true (SPEC sales rule 2). Errors: 400, 404 (unresolved,
+// or no contractAddress), 502.
+func (s *Server) getSales(c *fiber.Ctx, rt *route) error {
+	cv, err := s.resolve(c)
+	if err != nil {
+		return err
+	}
+	if !cv.HasContract {
+		return errNoContract
+	}
+	limit, err := queryLimit(c)
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	var after string
+	if text, ok := queryCursor(c); ok {
+		k, err := s.cursors.parse(text, cursorSales, cv.ID, now)
+		if err != nil {
+			return err
+		}
+		if k.pos == "" {
+			return errCursorBad
+		}
+		after = k.pos
+	}
+	page, err := s.r.Sales(c.UserContext(), cv.ID, after, limit)
+	if err != nil {
+		return err
+	}
+	setJSON(c)
+	if writeCache(c, rt, newETag("sales").str(cv.ID).str(after).version(page.Version)) {
+		return nil
+	}
+	resp := c.Response()
+	resp.AppendBodyString(`{"data":`)
+	appendItems(resp, page.Items)
+	var next []byte
+	hasMore := page.HasMore && page.Next != ""
+	if hasMore {
+		var b [512]byte
+		next = s.cursors.appendCursor(b[:0], cursor{kind: cursorSales, bind: cv.ID, pos: page.Next}, now)
+	}
+	appendPagination(resp, next, hasMore)
+	resp.AppendBodyString("}")
+	return nil
+}

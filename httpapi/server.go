@@ -1,0 +1,162 @@
+// Package httpapi is marketd's HTTP layer: the public, read-only JSON API of
+// SPEC §4–§9 (a Fiber app) and the admin listener (health, readiness,
+// Prometheus metrics, ingest trigger, source status).
+//
+// Handlers are thin: they validate parameters, resolve the collection, read
+// one prepared view through Reader and append its bytes into the response
+// envelope. Every rule about status codes, errors, CORS, cache headers,
+// cursors and rate limits that the HTTP layer owns lives here.
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/marketd/marketd/readmodel"
+)
+
+// Reader is the reads the public API needs. readmodel/store implements it.
+// Every method is safe for concurrent use; returned views and their byte
+// slices are never modified afterwards. Errors are *readmodel.Error: NotFound
+// when the subject does not exist, BadRequest for an unresolvable position,
+// anything else is a failure of the node (answered per SPEC §7's table).
+type Reader interface {
+	// ResolveCollection maps any {id} form (slug, address, document id) to
+	// the canonical document id; NotFound if none.
+	ResolveCollection(ctx context.Context, id string) (string, error)
+	// Collection returns the prepared detail of a canonical id.
+	Collection(ctx context.Context, id string) (readmodel.CollectionView, error)
+	// Floor returns the prepared floor response of a canonical id.
+	Floor(ctx context.Context, id string) (readmodel.FloorView, error)
+	// Listings returns the listing snapshot of version (0 = current); when
+	// that version is no longer held it returns the current one (compare
+	// view.Version).
+	Listings(ctx context.Context, id string, version uint64) (readmodel.ListingsView, error)
+	// Sales returns up to limit sales, newest first, after the position
+	// after ("" = newest; else a Page.Next). BadRequest if after is
+	// unresolvable.
+	Sales(ctx context.Context, id string, after string, limit int) (readmodel.Page, error)
+	// Browse returns up to limit collection summaries in sort order
+	// (native-launched first), restricted to chain unless chain is "".
+	Browse(ctx context.Context, sort readmodel.Sort, chain readmodel.Chain, after string, limit int) (readmodel.Page, error)
+	// Token returns a token's prepared detail. address is EVM lowercase or
+	// the Solana collection mint as given.
+	Token(ctx context.Context, chain readmodel.Chain, address, tokenID string) (readmodel.TokenView, error)
+}
+
+// Config configures the public API. The zero value of every field has a
+// usable default (see New).
+type Config struct {
+	RateList, RateItem int // requests per IP per 60 s window; 0 → 120 and 300
+	// TrustedProxies are the peers whose X-Forwarded-For is believed: the
+	// client IP is the right-most hop that is not in this list.
+	TrustedProxies []netip.Prefix
+	// CursorKey is the HMAC key of cursors; if empty, New generates a random
+	// one (then cursors do not verify on other nodes or after a restart; the
+	// caller should warn).
+	CursorKey []byte
+	CursorTTL time.Duration    // cursor lifetime; 0 → 1h
+	Now       func() time.Time // clock for rate windows, cursor expiry and time slots; nil → time.Now
+	// Registry receives the API's metrics; nil → a private registry.
+	Registry *prometheus.Registry
+}
+
+// DefaultCursorTTL is the cursor lifetime when Config.CursorTTL is zero.
+const DefaultCursorTTL = time.Hour
+
+// Server is the public API. Create it with New, serve with Listen, stop with
+// Shutdown. It is safe for concurrent use.
+type Server struct {
+	app     *fiber.App
+	r       Reader
+	log     zerolog.Logger
+	now     func() time.Time
+	cursors *cursorCodec
+	limiter *limiter
+	trusted []netip.Prefix
+	metrics *httpMetrics
+	routes  []*route
+	index    []byte // the GET /v1 body
+	indexTag etag
+}
+
+// New builds the public API over r. It fails when a rate is negative, the
+// cursor key cannot be generated, or the metrics cannot be registered (a
+// second Server on the same Registry).
+func New(cfg Config, r Reader, log zerolog.Logger) (*Server, error) {
+	if r == nil {
+		return nil, errors.New("httpapi: nil Reader")
+	}
+	if cfg.RateList < 0 || cfg.RateItem < 0 {
+		return nil, errors.New("httpapi: negative rate limit")
+	}
+	if cfg.RateList == 0 {
+		cfg.RateList = 120
+	}
+	if cfg.RateItem == 0 {
+		cfg.RateItem = 300
+	}
+	if cfg.CursorTTL <= 0 {
+		cfg.CursorTTL = DefaultCursorTTL
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	key := cfg.CursorKey
+	if len(key) == 0 {
+		key = make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			return nil, err
+		}
+	}
+	reg := cfg.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	m, err := newHTTPMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		r:       r,
+		log:     log.With().Str("component", "httpapi").Logger(),
+		now:     cfg.Now,
+		cursors: newCursorCodec(key, cfg.CursorTTL),
+		limiter: newLimiter(cfg.RateList, cfg.RateItem, defaultMaxClients),
+		trusted: cfg.TrustedProxies,
+		metrics: m,
+	}
+	s.app = fiber.New(fiber.Config{
+		AppName:               "marketd",
+		CaseSensitive:         true, // Solana mints are case-sensitive
+		StrictRouting:         false,
+		DisableStartupMessage: true,
+		ErrorHandler:          s.fiberErrorHandler,
+		ReadTimeout:           10 * time.Second,
+		WriteTimeout:          10 * time.Second,
+		IdleTimeout:           75 * time.Second,
+		BodyLimit:             16 << 10,
+		ReadBufferSize:        8 << 10,
+	})
+	s.register()
+	return s, nil
+}
+
+// App returns the Fiber app (for tests with app.Test).
+func (s *Server) App() *fiber.App { return s.app }
+
+// Listen serves the API on ln until Shutdown; it returns nil after a clean
+// shutdown. The caller learns the bound address from ln.Addr().
+func (s *Server) Listen(ln net.Listener) error { return s.app.Listener(ln) }
+
+// Shutdown stops accepting connections and waits for in-flight requests
+// until ctx is done.
+func (s *Server) Shutdown(ctx context.Context) error { return s.app.ShutdownWithContext(ctx) }

@@ -1,0 +1,102 @@
+package httpapi
+
+import (
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/marketd/marketd/readmodel"
+)
+
+var (
+	errTokenChain   = readmodel.Errorf(readmodel.BadRequest, "unknown chain in token path")
+	errEVMAddress   = readmodel.Errorf(readmodel.BadRequest, "address must be 0x followed by 40 hex characters on EVM chains")
+	errSolanaHex    = readmodel.Errorf(readmodel.BadRequest, "address on solana must be the base58 collection mint, not a 0x address")
+	errSolanaMint   = readmodel.Errorf(readmodel.BadRequest, "address on solana must be a base58 collection mint of 32 to 44 characters")
+	errTokenMissing = readmodel.Errorf(readmodel.NotFound, "token not indexed")
+)
+
+// getToken serves GET /v1/tokens/{chain}/{address}/{tokenId}: one token's
+// detail. Validation follows SPEC §4's table, in order, before any lookup:
+// chain (case-insensitive) and address (EVM: 0x + 40 hex, lowercased;
+// Solana: base58 collection mint of 32–44 characters, case kept) are 400
+// when malformed; tokenId is only length-checked (≤100, else 404); a
+// well-formed path that is not indexed is 404. Never 502: a node read
+// failure answers 404 (see status).
+func (s *Server) getToken(c *fiber.Ctx, rt *route) error {
+	chainText, _ := pathParam(c, "chain")
+	chain, ok := readmodel.ParseChain(strings.ToLower(chainText))
+	if !ok {
+		return errTokenChain
+	}
+	address, ok := pathParam(c, "address")
+	if !ok {
+		return errEVMAddress
+	}
+	hex0x := len(address) >= 2 && address[0] == '0' && (address[1] == 'x' || address[1] == 'X')
+	if chain.IsEVM() {
+		if !hex0x || !isEVMAddress(address) {
+			return errEVMAddress
+		}
+		address = strings.ToLower(address)
+	} else {
+		if hex0x {
+			return errSolanaHex
+		}
+		if len(address) < 32 || len(address) > 44 || !isBase58(address) {
+			return errSolanaMint
+		}
+	}
+	tokenID, ok := pathParam(c, "tokenId")
+	if !ok || tokenID == "" || len(tokenID) > maxTokenIDLen {
+		return errTokenMissing
+	}
+	tv, err := s.r.Token(c.UserContext(), chain, address, tokenID)
+	if err != nil {
+		return err
+	}
+	if len(tv.Body.Head) == 0 {
+		return errTokenMissing
+	}
+	now := s.now()
+	setJSON(c)
+	if writeCache(c, rt, newETag("token").str(string(chain)).str(address).str(tokenID).version(tv.Version)) {
+		return nil
+	}
+	resp := c.Response()
+	resp.AppendBodyString(`{"data":`)
+	appendTimed(resp, tv.Body, now)
+	resp.AppendBodyString("}")
+	return nil
+}
+
+// isEVMAddress reports whether a is 0x (or 0X) followed by exactly 40 hex
+// digits of either case.
+func isEVMAddress(a string) bool {
+	if len(a) != 42 {
+		return false
+	}
+	for i := 2; i < len(a); i++ {
+		ch := a[i]
+		if !('0' <= ch && ch <= '9' || 'a' <= ch && ch <= 'f' || 'A' <= ch && ch <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// isBase58 reports whether every byte of s is in the Bitcoin base58
+// alphabet (no 0, O, I, l).
+func isBase58(s string) bool {
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		switch {
+		case '1' <= ch && ch <= '9':
+		case 'A' <= ch && ch <= 'Z' && ch != 'I' && ch != 'O':
+		case 'a' <= ch && ch <= 'z' && ch != 'l':
+		default:
+			return false
+		}
+	}
+	return true
+}
