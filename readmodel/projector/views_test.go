@@ -1,0 +1,274 @@
+package projector_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/marketd/marketd/readmodel"
+)
+
+func TestCollectionDetail(t *testing.T) {
+	st, an := readmodel.SourceIndexerStats, readmodel.SourceAnalytics
+	doc := evmDoc(cid, readmodel.Ethereum, contract)
+	doc.FloorRaw = "2000000000000000000"
+	doc.Owners = i64(7)
+	stats := &readmodel.Message{Kind: readmodel.KindStats, CollectionID: cid, Stats: &readmodel.CollectionStats{Owners: i64(40), ListedCount: i64(12), IndexedCount: i64(1000)}}
+	analytics := &readmodel.Message{Kind: readmodel.KindAnalytics, CollectionID: cid, Analytics: &readmodel.Analytics{
+		FloorRaw: "1500000000000000000", Volume24h: f64(1), Volume7d: f64(7), VolumeAllTime: f64(70), Sales24h: i64(2), Sales7d: i64(14), SalesAllTime: i64(140)}}
+	cases := []struct {
+		name  string
+		msgs  []*readmodel.Message
+		check func(t *testing.T, d map[string]any)
+	}{
+		{"healthy: analytics floor, windows, stats", []*readmodel.Message{stats, analytics, statusMsg(st, cid, true, t0), statusMsg(an, cid, true, t0)},
+			func(t *testing.T, d map[string]any) {
+				s := d["stats"].(map[string]any)
+				assert.Equal(t, "1500000000000000000", s["floor"].(map[string]any)["raw"])
+				assert.Equal(t, map[string]any{"allTime": 70.0, "sevenDay": 7.0, "twentyFourHour": 1.0}, s["volume"])
+				assert.Equal(t, map[string]any{"allTime": 140.0, "sevenDay": 14.0, "twentyFourHour": 2.0}, s["sales"])
+				assert.Equal(t, 40.0, s["owners"])
+				assert.Equal(t, 12.0, s["listedCount"])
+				assert.Equal(t, 1000.0, s["supply"], "supply falls back to the indexed count")
+				assert.NotContains(t, s, "volumeAllTime")
+				assert.Equal(t, false, d["stale"])
+			}},
+		{"analytics failed: snapshot floor, null windows, not stale", []*readmodel.Message{stats, analytics, statusMsg(an, cid, false, t0)},
+			func(t *testing.T, d map[string]any) {
+				s := d["stats"].(map[string]any)
+				assert.Equal(t, "2000000000000000000", s["floor"].(map[string]any)["raw"])
+				assert.Equal(t, map[string]any{"allTime": nil, "sevenDay": nil, "twentyFourHour": nil}, s["volume"])
+				assert.Equal(t, map[string]any{"allTime": nil, "sevenDay": nil, "twentyFourHour": nil}, s["sales"])
+				assert.Equal(t, 40.0, s["owners"])
+				assert.Equal(t, false, d["stale"])
+			}},
+		{"stats failed: owners and listedCount null, not stale", []*readmodel.Message{stats, analytics, statusMsg(st, cid, false, t0)},
+			func(t *testing.T, d map[string]any) {
+				s := d["stats"].(map[string]any)
+				assert.Nil(t, s["owners"])
+				assert.Nil(t, s["listedCount"])
+				assert.Equal(t, 70.0, s["volume"].(map[string]any)["allTime"])
+				assert.Equal(t, false, d["stale"])
+			}},
+		{"both failed: stale", []*readmodel.Message{stats, analytics, statusMsg(st, cid, false, t0), statusMsg(an, cid, false, t0)},
+			func(t *testing.T, d map[string]any) { assert.Equal(t, true, d["stale"]) }},
+		{"source-wide failure counts for every collection", []*readmodel.Message{stats, analytics, statusMsg(st, "", false, t0), statusMsg(an, "", false, t0)},
+			func(t *testing.T, d map[string]any) { assert.Equal(t, true, d["stale"]) }},
+		{"a later per-collection success overrides an earlier source-wide failure", []*readmodel.Message{stats, analytics, statusMsg(st, "", false, t0), statusMsg(an, "", false, t0), statusMsg(an, cid, true, t0)},
+			func(t *testing.T, d map[string]any) { assert.Equal(t, false, d["stale"]) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := mustEnv(t)
+			e.run(append([]*readmodel.Message{docMsg(doc)}, tc.msgs...)...)
+			v, err := e.st.Collection(context.Background(), cid)
+			require.NoError(t, err)
+			assert.Equal(t, readmodel.Ethereum, v.Chain)
+			assert.True(t, v.HasContract)
+			d := jsonMap(t, v.Detail)
+			assert.Equal(t, cid, d["id"])
+			tc.check(t, d)
+		})
+	}
+}
+
+func TestCollectionIdentityNulls(t *testing.T) {
+	e := mustEnv(t)
+	e.run(docMsg(readmodel.CollectionDoc{ID: "weird_x", Chain: "", FloorRaw: "5"}))
+	v, err := e.st.Collection(context.Background(), "weird_x")
+	require.NoError(t, err)
+	assert.Equal(t, readmodel.Chain(""), v.Chain)
+	assert.False(t, v.HasContract)
+	d := jsonMap(t, v.Detail)
+	assert.Nil(t, d["chain"])
+	assert.Equal(t, "weird_x", d["name"], "name falls back to the id")
+	assert.Nil(t, d["stats"].(map[string]any)["floor"], "no chain, no floor")
+	assert.Regexp(t, `^\{"id":"weird_x","chain":null,"contractAddress":null,"name":"weird_x","slug":null,"image":null,"banner":null,"description":null,"tokenStandard":null,"royaltyBps":null,"stats":\{"floor":null,"volume":`, string(v.Detail))
+	_, err = e.st.Floor(context.Background(), "weird_x")
+	assert.Equal(t, readmodel.NotFound, readmodel.ErrorCode(err))
+	_, err = e.st.Collection(context.Background(), "absent")
+	assert.Equal(t, readmodel.NotFound, readmodel.ErrorCode(err))
+}
+
+func TestFloor(t *testing.T) {
+	ob, mi, an := readmodel.SourceOrderBook, readmodel.SourceIndexerMirror, readmodel.SourceAnalytics
+	sol := "solana_c"
+	solDoc := readmodel.CollectionDoc{ID: sol, Chain: readmodel.Solana, ContractAddress: "CMint", RoyaltyBps: i64(500), FloorRaw: "9000000000"}
+	ethDoc := evmDoc(cid, readmodel.Ethereum, contract)
+	ethDoc.FloorRaw = "900"
+	baseDoc := evmDoc("base_0xb", readmodel.Base, "0xb")
+	ext := evmRow(cid, contract, "2", "1000", "opensea", "ext")
+	ext.BuyerTotalRaw = "1070"
+	anMsg := func(id, raw string) *readmodel.Message {
+		return &readmodel.Message{Kind: readmodel.KindAnalytics, CollectionID: id, Analytics: &readmodel.Analytics{FloorRaw: raw}}
+	}
+	cases := []struct {
+		name       string
+		doc        readmodel.CollectionDoc
+		msgs       []*readmodel.Message
+		now        time.Time
+		ask, buyer any
+		stale      bool
+	}{
+		{"solana native: ask plus 3% fee plus royalty", solDoc,
+			[]*readmodel.Message{listingsMsg(ob, sol, solRow(sol, "M1", "1000000000", "NATIVE", "o1"))},
+			t0, "9000000000", "1080000000", false},
+		{"ethereum native: ask plus 2% fee plus royalty; analytics ask floor first", ethDoc,
+			[]*readmodel.Message{anMsg(cid, "800"), listingsMsg(ob, cid, evmRow(cid, contract, "1", "1000", "NATIVE", "n"))},
+			t0, "800", "1070", false},
+		{"external cheapest: its buyer total; ask from the mirror row", ethDoc,
+			[]*readmodel.Message{anMsg(cid, "800"), statusMsg(an, cid, false, t0), listingsMsg(mi, cid, ext), listingsMsg(ob, cid, evmRow(cid, contract, "1", "5000", "NATIVE", "n"))},
+			t0, "1000", "1070", false},
+		{"no listings: ask from the stored snapshot, null buyer", ethDoc,
+			nil, t0, "900", nil, false},
+		{"both sources failed on solana: last good buyer floor, stale", solDoc,
+			[]*readmodel.Message{listingsMsg(ob, sol, solRow(sol, "M1", "1000000000", "NATIVE", "o1")), statusMsg(ob, sol, false, t0), statusMsg(mi, sol, false, t0)},
+			t0.Add(10 * time.Minute), "9000000000", "1080000000", true},
+		{"last good older than 30 minutes: null, not stale", solDoc,
+			[]*readmodel.Message{listingsMsg(ob, sol, solRow(sol, "M1", "1000000000", "NATIVE", "o1")), statusMsg(ob, sol, false, t0), statusMsg(mi, sol, false, t0)},
+			t0.Add(31 * time.Minute), "9000000000", nil, false},
+		{"both failed on base: null, not stale", baseDoc,
+			[]*readmodel.Message{listingsMsg(ob, "base_0xb", evmRow("base_0xb", "0xb", "1", "1000", "NATIVE", "n")), statusMsg(ob, "base_0xb", false, t0), statusMsg(mi, "base_0xb", false, t0)},
+			t0, nil, nil, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := mustEnv(t)
+			e.run(append([]*readmodel.Message{docMsg(tc.doc)}, tc.msgs...)...)
+			v, err := e.st.Floor(context.Background(), tc.doc.ID)
+			require.NoError(t, err)
+			body := v.Body
+			if !v.FallbackAfter.IsZero() && !tc.now.Before(v.FallbackAfter) {
+				body = v.Fallback
+			}
+			require.True(t, body.Timed, "updatedAt is the slot")
+			d := timed(t, body, tc.now)
+			assert.Equal(t, tc.doc.ID, d["collectionId"])
+			assert.Equal(t, true, d["aggregated"])
+			assert.Equal(t, readmodel.FormatTime(tc.now), d["updatedAt"])
+			assert.Equal(t, tc.stale, d["stale"])
+			raw := func(k string) any {
+				if p, ok := d[k].(map[string]any); ok {
+					return p["raw"]
+				}
+				return d[k]
+			}
+			assert.Equal(t, tc.ask, raw("askFloor"))
+			assert.Equal(t, tc.buyer, raw("buyerFloor"))
+		})
+	}
+}
+
+func TestTokenView(t *testing.T) {
+	ob := readmodel.SourceOrderBook
+	overlay := evmRow(cid, contract, "5", "700", "opensea", "0xorderhash")
+	cases := []struct {
+		name       string
+		doc        readmodel.TokenDoc
+		obRows     []readmodel.ListingRow
+		owner      map[string]any
+		listingMkt any
+		timed      bool
+		lastSale   any
+	}{
+		{"native EVM listing preferred: seller is owner, real timestamp",
+			readmodel.TokenDoc{Chain: readmodel.Ethereum, ContractAddress: contract, TokenID: "5", OwnerAddress: "0xholder", Overlay: &overlay, LastSaleRaw: "42"},
+			[]readmodel.ListingRow{evmRow(cid, contract, "5", "600", "NATIVE", "ethereum_0xc0_5_1")},
+			map[string]any{"address": "0xseller5", "kind": "wallet", "label": nil}, "NATIVE", false, "42"},
+		{"overlay listing: timestamp is the response-build slot",
+			readmodel.TokenDoc{Chain: readmodel.Ethereum, ContractAddress: contract, TokenID: "5", OwnerAddress: "0xholder", Overlay: &overlay},
+			nil, map[string]any{"address": "0xseller5", "kind": "wallet", "label": nil}, "opensea", true, nil},
+		{"custody without listing: address withheld",
+			readmodel.TokenDoc{Chain: readmodel.Solana, ContractAddress: "CMint", TokenID: "AssetMint", OwnerAddress: "EscrowWallet", InCustody: true, CustodyLabel: "in escrow", LastSaleRaw: "not-a-number"},
+			nil, map[string]any{"address": nil, "kind": "custody", "label": "in escrow"}, nil, false, nil},
+		{"holder from the mirror",
+			readmodel.TokenDoc{Chain: readmodel.Ethereum, ContractAddress: contract, TokenID: "6", OwnerAddress: "0xholder"},
+			nil, map[string]any{"address": "0xholder", "kind": "wallet", "label": nil}, nil, false, nil},
+		{"nothing trustworthy: unknown",
+			readmodel.TokenDoc{Chain: readmodel.Ethereum, ContractAddress: contract, TokenID: "7"},
+			nil, map[string]any{"address": nil, "kind": "unknown", "label": nil}, nil, false, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := mustEnv(t)
+			tc.doc.CollectionID = cid
+			msgs := []*readmodel.Message{docMsg(evmDoc(cid, readmodel.Ethereum, contract))}
+			if tc.obRows != nil {
+				msgs = append(msgs, listingsMsg(ob, cid, tc.obRows...))
+			}
+			msgs = append(msgs, &readmodel.Message{Kind: readmodel.KindTokens, CollectionID: cid, Bucket: 3, Tokens: []readmodel.TokenDoc{tc.doc}})
+			e.run(msgs...)
+			v, err := e.st.Token(context.Background(), tc.doc.Chain, tc.doc.ContractAddress, tc.doc.TokenID)
+			require.NoError(t, err)
+			assert.Equal(t, tc.timed, v.Body.Timed)
+			now := t0.Add(5 * time.Minute)
+			d := timed(t, v.Body, now)
+			assert.Equal(t, tc.owner, d["owner"])
+			assert.Contains(t, d, "rarity")
+			if tc.listingMkt == nil {
+				assert.Nil(t, d["listing"])
+			} else {
+				l := d["listing"].(map[string]any)
+				assert.Equal(t, tc.listingMkt, l["marketplace"])
+				assert.Nil(t, l["tx"])
+				if tc.timed {
+					assert.Equal(t, readmodel.FormatTime(now), l["timestamp"])
+				} else {
+					assert.Equal(t, readmodel.FormatTime(t0.Add(-time.Hour)), l["timestamp"])
+				}
+			}
+			if tc.lastSale == nil {
+				assert.Nil(t, d["lastSale"])
+			} else {
+				assert.Equal(t, tc.lastSale, d["lastSale"].(map[string]any)["price"].(map[string]any)["raw"])
+			}
+		})
+	}
+}
+
+func TestTokenFollowsOrderBookAndBuckets(t *testing.T) {
+	e := mustEnv(t)
+	ctx := context.Background()
+	doc := readmodel.TokenDoc{Chain: readmodel.Ethereum, ContractAddress: contract, TokenID: "5", CollectionID: cid, OwnerAddress: "0xholder"}
+	e.run(docMsg(evmDoc(cid, readmodel.Ethereum, contract)),
+		&readmodel.Message{Kind: readmodel.KindTokens, CollectionID: cid, Bucket: 1, Tokens: []readmodel.TokenDoc{doc}},
+		listingsMsg(readmodel.SourceOrderBook, cid, evmRow(cid, contract, "5", "600", "NATIVE", "n5")))
+	v, err := e.st.Token(ctx, readmodel.Ethereum, contract, "5")
+	require.NoError(t, err)
+	assert.Equal(t, "NATIVE", jsonMap(t, v.Body.Head)["listing"].(map[string]any)["marketplace"], "a new order-book listing re-renders the token")
+
+	e.run(listingsMsg(readmodel.SourceOrderBook, cid))
+	v, err = e.st.Token(ctx, readmodel.Ethereum, contract, "5")
+	require.NoError(t, err)
+	assert.Nil(t, jsonMap(t, v.Body.Head)["listing"], "a cancelled listing re-renders the token")
+
+	e.run(&readmodel.Message{Kind: readmodel.KindTokens, CollectionID: cid, Bucket: 1, Tokens: []readmodel.TokenDoc{}})
+	_, err = e.st.Token(ctx, readmodel.Ethereum, contract, "5")
+	assert.Equal(t, readmodel.NotFound, readmodel.ErrorCode(err), "a token dropped from its bucket is gone")
+}
+
+func TestUSD(t *testing.T) {
+	ctx := context.Background()
+	e := mustEnv(t)
+	poly := evmDoc("polygon_0xp", readmodel.Polygon, "0xp")
+	poly.FloorRaw = "1000000000000000000"
+	eth := evmDoc(cid, readmodel.Ethereum, contract)
+	eth.FloorRaw = "2000000000000000000"
+	usdOf := func(id string) any {
+		v, err := e.st.Collection(ctx, id)
+		require.NoError(t, err)
+		return jsonMap(t, v.Detail)["stats"].(map[string]any)["floor"].(map[string]any)["usd"]
+	}
+	e.run(docMsg(poly), docMsg(eth))
+	assert.Nil(t, usdOf(cid), "rates unknown")
+	e.run(ratesMsg(readmodel.USDRates{"ETH": 3000, "MATIC": 1}))
+	assert.Equal(t, 6000.0, usdOf(cid), "a rates change re-renders dependent views")
+	assert.Nil(t, usdOf("polygon_0xp"), "polygon has no feed")
+	e.run(statusMsg(readmodel.SourcePriceFeed, "", false, t0))
+	assert.Nil(t, usdOf(cid), "price feed failed")
+	e.run(statusMsg(readmodel.SourcePriceFeed, "", true, t0))
+	assert.Equal(t, 6000.0, usdOf(cid))
+}
