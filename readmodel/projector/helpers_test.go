@@ -115,8 +115,8 @@ func timed(t testing.TB, b readmodel.TimedBody, now time.Time) map[string]any {
 
 // --- message builders -----------------------------------------------------
 
-func i64(v int64) *int64       { return &v }
-func f64(v float64) *float64   { return &v }
+func i64(v int64) *int64        { return &v }
+func f64(v float64) *float64    { return &v }
 func tp(t time.Time) *time.Time { return &t }
 
 func docMsg(d readmodel.CollectionDoc) *readmodel.Message {

@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -73,6 +74,7 @@ type Projector struct {
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	rows   atomic.Int64 // rows applied (listing, token and sale rows; 1 per other message)
 }
 
 // New returns a Projector of js into st. It does no I/O.
@@ -412,6 +414,7 @@ func (p *Projector) applyLocked(ctx context.Context, i int, seq uint64, data []b
 			if err := a.apply(msg); err != nil {
 				return err
 			}
+			p.rows.Add(int64(1 + len(msg.Listings) + len(msg.Tokens) + len(msg.Sales)))
 		}
 		tx.SetPosition(streamNames[i], sp)
 		return nil
@@ -604,4 +607,13 @@ func (p *Projector) drain(ctx context.Context, i int, head uint64, progress func
 			}
 		}
 	}
+}
+
+// decodeID returns the id of an encoded message.
+func decodeID(data []byte) (string, error) {
+	m, err := bus.Decode(data)
+	if err != nil {
+		return "", err
+	}
+	return m.ID, nil
 }

@@ -1,0 +1,294 @@
+package projector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/store"
+)
+
+// ReplayOptions configures Replay.
+type ReplayOptions struct {
+	// FromSeq, when > 0, starts each stream at this sequence on top of a
+	// snapshot of the node's current views (instead of an empty store from
+	// the start). Messages between the snapshot's position and FromSeq are
+	// not applied: pick N at or below the snapshot's position.
+	FromSeq uint64
+	// Since, when set, starts each stream at its first message stored at or
+	// after Since, on top of a snapshot of the node's current views.
+	Since time.Time
+	// Projector configures the projector that applies the messages.
+	Projector Options
+	// Store configures the new store.
+	Store store.Options
+	// Log receives progress and warnings.
+	Log zerolog.Logger
+	// ProgressEvery is the interval between progress lines when progress
+	// is not a terminal; 0 means 5 seconds (a terminal gets a line
+	// rewritten four times a second).
+	ProgressEvery time.Duration
+}
+
+// ReplayResult summarises a replay.
+type ReplayResult struct {
+	Messages int
+	Rows     int64
+	Elapsed  time.Duration
+}
+
+// Replay rebuilds the node's views in dataDir/badger from the streams: it
+// builds a fresh store in dataDir/badger.new (from the start of the
+// streams, or from a snapshot of the current store plus the messages from
+// opts.FromSeq or opts.Since), applies everything that is in the streams
+// when it starts, and swaps the build in atomically (see
+// store.RecoverSwap). The node must not be running (Badger's directory lock
+// makes the snapshot step fail otherwise). Progress (messages and rows per
+// second, messages left) goes to progress: rewritten in place on a
+// terminal, one line per interval otherwise.
+func Replay(ctx context.Context, js jetstream.JetStream, dataDir string, opts ReplayOptions, progress io.Writer) error {
+	_, err := ReplayWithResult(ctx, js, dataDir, opts, progress)
+	return err
+}
+
+// ReplayWithResult is Replay returning its summary.
+func ReplayWithResult(ctx context.Context, js jetstream.JetStream, dataDir string, opts ReplayOptions, progress io.Writer) (ReplayResult, error) {
+	var res ReplayResult
+	live := filepath.Join(dataDir, "badger")
+	build := live + ".new"
+	if err := store.RecoverSwap(live); err != nil {
+		return res, err
+	}
+	if err := os.RemoveAll(build); err != nil {
+		return res, readmodel.Wrap(readmodel.Internal, err, "clear replay build dir")
+	}
+	st, err := store.Open(ctx, build, opts.Store)
+	if err != nil {
+		return res, err
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			_ = st.Close(context.Background())
+		}
+	}()
+	p := New(js, st, opts.Projector, opts.Log)
+	snapshot := opts.FromSeq > 0 || !opts.Since.IsZero()
+	if snapshot {
+		if err := p.seedFromSnapshot(ctx, live, opts); err != nil {
+			return res, err
+		}
+	}
+	start := time.Now()
+	if res.Messages, err = p.replayAll(ctx, progress, opts.ProgressEvery); err != nil {
+		return res, err
+	}
+	res.Elapsed = time.Since(start)
+	res.Rows = p.rows.Load()
+	p.stopIters()
+	if err := st.Close(ctx); err != nil {
+		return res, err
+	}
+	closed = true
+	if err := swap(live, build); err != nil {
+		return res, err
+	}
+	opts.Log.Info().Int("messages", res.Messages).Int64("rows", res.Rows).Dur("elapsed", res.Elapsed).Str("dir", live).Msg("replay complete")
+	return res, nil
+}
+
+// swap moves build into place as live, crash-safely: a marker says the
+// build is complete, so RecoverSwap can finish an interrupted swap.
+func swap(live, build string) error {
+	marker := filepath.Join(build, store.CompleteMarker)
+	if err := os.WriteFile(marker, []byte("ok\n"), 0o644); err != nil {
+		return readmodel.Wrap(readmodel.Internal, err, "mark replay complete")
+	}
+	old := live + ".old"
+	_ = os.RemoveAll(old)
+	if _, err := os.Stat(live); err == nil {
+		if err := os.Rename(live, old); err != nil {
+			return readmodel.Wrap(readmodel.Internal, err, "swap out old views")
+		}
+	}
+	if err := os.Rename(build, live); err != nil {
+		return readmodel.Wrap(readmodel.Internal, err, "swap in replayed views")
+	}
+	_ = os.Remove(filepath.Join(live, store.CompleteMarker))
+	_ = os.RemoveAll(old)
+	return nil
+}
+
+// seedFromSnapshot copies the live store into the build and positions the
+// projector at FromSeq or Since.
+func (p *Projector) seedFromSnapshot(ctx context.Context, live string, opts ReplayOptions) error {
+	if _, err := os.Stat(live); err == nil {
+		src, err := store.Open(ctx, live, opts.Store)
+		if err != nil {
+			return err
+		}
+		err = src.CopyTo(ctx, p.st)
+		_ = src.Close(ctx)
+		if err != nil {
+			return err
+		}
+	} else {
+		opts.Log.Warn().Str("dir", live).Msg("no views to start from; replaying onto an empty store")
+	}
+	saved, err := p.st.Positions(ctx, streamNames[:]...)
+	if err != nil {
+		return err
+	}
+	for i, name := range streamNames {
+		first := opts.FromSeq
+		if !opts.Since.IsZero() {
+			if first, err = p.firstSince(ctx, name, opts.Since); err != nil {
+				return err
+			}
+		}
+		if first-1 > saved[i].Seq {
+			opts.Log.Warn().Str("stream", name).Uint64("snapshot", saved[i].Seq).Uint64("from", first).Msg("gap between the snapshot and the replay start: those messages are not applied")
+		}
+		sp := store.StreamPos{Seq: first - 1}
+		if sp.Seq > 0 {
+			if s, err := p.js.Stream(ctx, name); err == nil {
+				if raw, err := s.GetMsg(ctx, sp.Seq); err == nil {
+					if m, err := decodeID(raw.Data); err == nil {
+						sp.ID = m
+					}
+				}
+			}
+		}
+		p.pos[i] = sp
+		if err := p.st.Update(ctx, func(tx *store.Tx) error { tx.SetPosition(name, sp); return nil }); err != nil {
+			return err
+		}
+	}
+	p.mu.Lock()
+	p.applied = readmodel.Position{State: p.pos[0].Seq, Sales: p.pos[1].Seq}
+	p.mu.Unlock()
+	p.loaded = true
+	return nil
+}
+
+// firstSince returns the sequence of the first message of stream stored at
+// or after since (the stream's next sequence when there is none).
+func (p *Projector) firstSince(ctx context.Context, stream string, since time.Time) (uint64, error) {
+	c, err := p.js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartTimePolicy, OptStartTime: &since})
+	if err != nil {
+		return 0, readmodel.Wrap(readmodel.UpstreamError, err, "ordered consumer "+stream)
+	}
+	m, err := c.Next(jetstream.FetchMaxWait(time.Second))
+	if err == nil {
+		meta, err := m.Metadata()
+		if err != nil {
+			return 0, readmodel.Wrap(readmodel.UpstreamError, err, "message metadata")
+		}
+		return meta.Sequence.Stream, nil
+	}
+	if !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
+		return 0, readmodel.Wrap(readmodel.UpstreamError, err, "first message since")
+	}
+	s, err := p.js.Stream(ctx, stream)
+	if err != nil {
+		return 0, readmodel.Wrap(readmodel.UpstreamError, err, "stream "+stream)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return 0, readmodel.Wrap(readmodel.UpstreamError, err, "stream info "+stream)
+	}
+	return info.State.LastSeq + 1, nil
+}
+
+// replayAll applies both streams up to their heads at call time, reporting
+// progress.
+func (p *Projector) replayAll(ctx context.Context, w io.Writer, every time.Duration) (int, error) {
+	if err := p.load(ctx); err != nil {
+		return 0, err
+	}
+	if err := p.runJob(ctx); err != nil {
+		return 0, err
+	}
+	heads, err := p.heads(ctx)
+	if err != nil {
+		return 0, err
+	}
+	pr := newProgress(w, every, heads, p)
+	n := 0
+	for i := range p.iters {
+		k, err := p.drain(ctx, i, []uint64{heads.State, heads.Sales}[i], func(uint64) { pr.tick(false) })
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	_, err = p.Sweep(ctx, p.opts.Now())
+	pr.tick(true)
+	return n, err
+}
+
+type progress struct {
+	w       io.Writer
+	tty     bool
+	every   time.Duration
+	heads   readmodel.Position
+	p       *Projector
+	start   time.Time
+	last    time.Time
+	applied atomic.Int64
+}
+
+func newProgress(w io.Writer, every time.Duration, heads readmodel.Position, p *Projector) *progress {
+	if every <= 0 {
+		every = 5 * time.Second
+	}
+	pr := &progress{w: w, every: every, heads: heads, p: p, start: time.Now()}
+	pr.last = pr.start
+	if f, ok := w.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			pr.tty, pr.every = true, 250*time.Millisecond
+		}
+	}
+	return pr
+}
+
+func (pr *progress) tick(final bool) {
+	n := pr.applied.Add(1)
+	if final {
+		n--
+	}
+	if pr.w == nil {
+		return
+	}
+	now := time.Now()
+	if !final && now.Sub(pr.last) < pr.every {
+		return
+	}
+	pr.last = now
+	secs := now.Sub(pr.start).Seconds()
+	if secs <= 0 {
+		secs = 1e-9
+	}
+	a := pr.p.Applied()
+	left := int64(pr.heads.State-min(a.State, pr.heads.State)) + int64(pr.heads.Sales-min(a.Sales, pr.heads.Sales))
+	rows := pr.p.rows.Load()
+	line := fmt.Sprintf("replay: %d messages, %.0f msgs/s, %.0f rows/s, %d messages left", n, float64(n)/secs, float64(rows)/secs, left)
+	switch {
+	case pr.tty && final:
+		fmt.Fprintf(pr.w, "\r%s\n", line)
+	case pr.tty:
+		fmt.Fprintf(pr.w, "\r%s", line)
+	default:
+		fmt.Fprintln(pr.w, line)
+	}
+}
