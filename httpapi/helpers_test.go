@@ -37,10 +37,13 @@ type fakeReader struct {
 	current  map[string]uint64
 	sales    map[string][][]byte // oldest first; positions are sale indexes
 	salesVer uint64
-	browse   map[string][][]byte // key sort|chain
-	tokens   map[string]readmodel.TokenView
-	errs     map[string]error
-	calls    map[string]int
+	// salesDrop empties every page's items (rows dropped after the window
+	// was cut, SPEC sales rule 2) while keeping the position.
+	salesDrop bool
+	browse    map[string][][]byte // key sort|chain
+	tokens    map[string]readmodel.TokenView
+	errs      map[string]error
+	calls     map[string]int
 
 	lastBrowse [2]string // sort, chain of the last Browse
 	lastToken  [3]string
@@ -176,6 +179,9 @@ func (f *fakeReader) Sales(_ context.Context, id string, after string, limit int
 	}
 	if i >= 0 {
 		p.HasMore, p.Next = true, "s"+strconv.Itoa(i)
+	}
+	if f.salesDrop {
+		p.Items = nil
 	}
 	return p, nil
 }
@@ -328,8 +334,8 @@ type testClock struct {
 	t  time.Time
 }
 
-func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *testClock) Set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.t = t }
+func (c *testClock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *testClock) Set(t time.Time)     { c.mu.Lock(); defer c.mu.Unlock(); c.t = t }
 func (c *testClock) Add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
 
 type harness struct {

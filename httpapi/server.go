@@ -75,15 +75,15 @@ const DefaultCursorTTL = time.Hour
 // Server is the public API. Create it with New, serve with Listen, stop with
 // Shutdown. It is safe for concurrent use.
 type Server struct {
-	app     *fiber.App
-	r       Reader
-	log     zerolog.Logger
-	now     func() time.Time
-	cursors *cursorCodec
-	limiter *limiter
-	trusted []netip.Prefix
-	metrics *httpMetrics
-	routes  []*route
+	app      *fiber.App
+	r        Reader
+	log      zerolog.Logger
+	now      func() time.Time
+	cursors  *cursorCodec
+	limiter  *limiter
+	trusted  []netip.Prefix
+	metrics  *httpMetrics
+	routes   []*route
 	index    []byte // the GET /v1 body
 	indexTag etag
 }
