@@ -1,0 +1,203 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// FreshSample is one tick → ingest → served measurement. Times are relative
+// to the moment the harness sent POST /admin/ingest (just after the tick).
+type FreshSample struct {
+	Observed   bool          // a changed body was seen
+	Served     time.Duration // first changed body seen
+	Returned   time.Duration // POST /admin/ingest answered (projected)
+	Published  time.Duration // the cycle's own publish time from its summary, if given
+	HasPublish bool
+	URL        string // the path whose body changed first
+}
+
+// AfterPublish is served − published (or served − POST start when the
+// summary gives no publish time: an upper bound).
+func (s FreshSample) AfterPublish() time.Duration {
+	if s.HasPublish {
+		return s.Served - s.Published
+	}
+	return s.Served
+}
+
+// pollSet is the paths watched for a change: browse pages in every sort and
+// the listings, detail and sales pages of the first collections.
+func pollSet(ids []string, n int) []string {
+	set := []string{"/v1/collections?limit=100&sort=volume", "/v1/collections?limit=100&sort=floor", "/v1/collections?limit=100&sort=recent"}
+	for i, id := range ids {
+		if i >= n {
+			break
+		}
+		c := "/v1/collections/" + id
+		set = append(set, c+"/listings?limit=100", c, c+"/sales?limit=100")
+	}
+	return set
+}
+
+// stableBaseline fetches every path twice and keeps those whose body did
+// not change between the two reads (bodies that embed the request time,
+// such as the floor's updatedAt, would otherwise look changed every time).
+func stableBaseline(ctx context.Context, api string, paths []string) map[string][]byte {
+	first := map[string][]byte{}
+	for _, p := range paths {
+		if st, _, b, err := get(ctx, api+p); err == nil && st == http.StatusOK {
+			first[p] = b
+		}
+	}
+	out := map[string][]byte{}
+	for p, b := range first {
+		if st, _, b2, err := get(ctx, api+p); err == nil && st == http.StatusOK && bytes.Equal(b, b2) {
+			out[p] = b
+		}
+	}
+	return out
+}
+
+// freshOnce ticks the simulator, runs one ingest cycle through the admin
+// API, and polls the baseline paths until one serves a changed body.
+// It waits at most grace after the ingest answer for the change.
+func freshOnce(ctx context.Context, api, admin, sim string, base map[string][]byte, workers int, cycleTimeout, grace time.Duration) (FreshSample, []byte, error) {
+	var s FreshSample
+	if st, b, err := post(ctx, sim+"/_sim/tick", 10*time.Second); err != nil || st/100 != 2 {
+		return s, nil, fmt.Errorf("sim tick: status %d %v %.200s", st, err, b)
+	}
+	paths := make([]string, 0, len(base))
+	for p := range base {
+		paths = append(paths, p)
+	}
+	type ingestResult struct {
+		at   time.Time
+		st   int
+		body []byte
+		err  error
+	}
+	start := time.Now()
+	ingested := make(chan ingestResult, 1)
+	go func() {
+		st, b, err := post(ctx, admin+"/admin/ingest", cycleTimeout)
+		ingested <- ingestResult{time.Now(), st, b, err}
+	}()
+
+	pctx, stopPoll := context.WithCancel(ctx)
+	defer stopPoll()
+	var (
+		mu        sync.Mutex
+		firstAt   time.Time
+		firstPath string
+		wg        sync.WaitGroup
+	)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for pctx.Err() == nil {
+				for i := w; i < len(paths); i += workers {
+					st, _, b, err := get(pctx, api+paths[i])
+					if err != nil || st != http.StatusOK || bytes.Equal(b, base[paths[i]]) {
+						continue
+					}
+					at := time.Now()
+					mu.Lock()
+					if firstAt.IsZero() || at.Before(firstAt) {
+						firstAt, firstPath = at, paths[i]
+					}
+					mu.Unlock()
+					stopPoll()
+					return
+				}
+				select {
+				case <-pctx.Done():
+				case <-time.After(time.Millisecond):
+				}
+			}
+		}(w)
+	}
+	var res ingestResult
+	select {
+	case res = <-ingested:
+	case <-ctx.Done():
+		stopPoll()
+		wg.Wait()
+		return s, nil, ctx.Err()
+	}
+	if res.err != nil || res.st != http.StatusOK {
+		stopPoll()
+		wg.Wait()
+		return s, res.body, fmt.Errorf("admin ingest: status %d %v %.300s", res.st, res.err, res.body)
+	}
+	s.Returned = res.at.Sub(start)
+	select {
+	case <-pctx.Done():
+	case <-time.After(grace):
+		stopPoll()
+	}
+	wg.Wait()
+	if !firstAt.IsZero() {
+		s.Observed, s.Served, s.URL = true, firstAt.Sub(start), firstPath
+	}
+	if t, ok := summaryPublishTime(res.body); ok {
+		s.Published, s.HasPublish = t.Sub(start), true
+	}
+	return s, res.body, nil
+}
+
+// publishKeys are summary fields, tried in order, that may hold the time a
+// cycle finished publishing.
+var publishKeys = []string{"publishedAt", "published", "publishEnd", "finishedAt", "finished", "endedAt", "ended", "end", "doneAt", "done"}
+
+// summaryPublishTime finds the cycle's publish time in an ingest summary:
+// the first of publishKeys (case-insensitive, top level) holding an RFC 3339
+// time.
+func summaryPublishTime(body []byte) (time.Time, bool) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		return time.Time{}, false
+	}
+	lower := map[string]json.RawMessage{}
+	for k, v := range m {
+		lower[strings.ToLower(k)] = v
+	}
+	for _, k := range publishKeys {
+		raw, ok := lower[strings.ToLower(k)]
+		if !ok {
+			continue
+		}
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			continue
+		}
+		if t, err := time.Parse(time.RFC3339Nano, s); err == nil && !t.IsZero() {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// percentile returns the p-th percentile (0..100) of ds by nearest rank.
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	rank := int(p/100*float64(len(s))+0.999999) - 1
+	if rank < 0 {
+		rank = 0
+	}
+	if rank >= len(s) {
+		rank = len(s) - 1
+	}
+	return s[rank]
+}

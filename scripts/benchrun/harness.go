@@ -1,0 +1,491 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Results is everything one run measured; the report renders it.
+type Results struct {
+	Started, Finished time.Time
+	Options           Options
+	Machine           map[string]string
+	SelfConsume       *ConsumeResult // benchconsume --self: publish and consume ceiling
+	SelfConsumeErr    string
+	Sizes             []*SizeRun
+	Fresh             []FreshSample
+	FreshErr          string
+	FreshSummary      string // the last ingest summary, trimmed
+	Replays           []*ReplayRun
+	GoBench           string
+	GoBenchErr        string
+	Notes             []string
+}
+
+// SizeRun is one market size: start-up, read path, memory, cycle.
+type SizeRun struct {
+	Label        string
+	Collections  int
+	DataDir      string
+	Ready        time.Duration // start to /readyz 200 (first cycle projected)
+	ReadyCPU     time.Duration // CPU used by marketd until then
+	Picked       Picked
+	Endpoints    []*EPResult
+	MemReady     Mem
+	MemSteady    Mem // after the read benchmark, idle
+	PeakRSS      int64
+	Cycle        *CycleRun
+	Skipped      string // why this size was not (fully) measured
+	ShutdownTook time.Duration
+}
+
+// EPResult is one endpoint at one size.
+type EPResult struct {
+	Endpoint
+	Capture Capture
+	Marketd Measured
+	Ref     *Measured
+	Err     string
+}
+
+// CycleRun is one tick + ingest cycle through the admin API.
+type CycleRun struct {
+	Wall, CPU time.Duration
+	Summary   string
+	Err       string
+}
+
+// ConsumeResult mirrors benchconsume's JSON.
+type ConsumeResult struct {
+	Mode  string `json:"mode"`
+	Rates []struct {
+		Stream  string  `json:"stream"`
+		Op      string  `json:"op"`
+		Msgs    int     `json:"msgs"`
+		Bytes   int64   `json:"bytes"`
+		Seconds float64 `json:"seconds"`
+		PerSec  float64 `json:"msgsPerSec"`
+	} `json:"rates"`
+	Total struct {
+		Msgs    int     `json:"msgs"`
+		Seconds float64 `json:"seconds"`
+		PerSec  float64 `json:"msgsPerSec"`
+	} `json:"total"`
+}
+
+// ReplayRun is `marketd replay` on one size's data dir against the raw
+// ordered-consumer rate on the same store.
+type ReplayRun struct {
+	Label  string
+	Msgs   int // messages in the streams (from the raw read)
+	Wall   time.Duration
+	Rate   float64 // Msgs / Wall
+	Output string  // replay's last lines
+	Raw    []*ConsumeResult
+	RawMax float64
+	Err    string
+}
+
+type harness struct {
+	o    Options
+	out  io.Writer
+	res  *Results
+	work string
+}
+
+func (h *harness) logf(format string, a ...any) {
+	fmt.Fprintf(h.out, "%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, a...))
+}
+
+func (h *harness) note(format string, a ...any) {
+	msg := fmt.Sprintf(format, a...)
+	h.res.Notes = append(h.res.Notes, msg)
+	h.logf("NOTE: %s", msg)
+}
+
+func (h *harness) bin(name string) string { return filepath.Join(h.o.BinDir, name) }
+
+func (h *harness) run(ctx context.Context) {
+	h.res.Machine = machineInfo(ctx)
+	h.logf("machine: %s cores, %s, %s, %s; load %s", h.res.Machine["nproc"], h.res.Machine["cpu"], h.res.Machine["memory"], h.res.Machine["go"], h.res.Machine["load"])
+
+	h.selfConsume(ctx)
+	demo := h.size(ctx, "demo", h.o.DemoSize, true, true)
+	if ctx.Err() == nil && h.o.BigSize > 0 {
+		h.size(ctx, fmt.Sprintf("%d collections", h.o.BigSize), h.o.BigSize, h.o.BigRef, false)
+	} else if h.o.BigSize == 0 {
+		h.note("large market skipped (BENCH_BIG=0)")
+	}
+	_ = demo
+	if ctx.Err() == nil && h.o.GoBench {
+		h.goBench(ctx)
+	}
+	if ctx.Err() != nil {
+		h.note("run interrupted: %v", ctx.Err())
+	}
+}
+
+func (h *harness) selfConsume(ctx context.Context) {
+	n := "200000"
+	if h.o.Quick {
+		n = "50000"
+	}
+	h.logf("raw JetStream rates: benchconsume --self %s", n)
+	out, _, err := runCmd(ctx, 3*time.Minute, "", h.bin("benchconsume"), "--self", n, "--size", "300", "--json")
+	if err != nil {
+		h.res.SelfConsumeErr = fmt.Sprintf("%v: %s", err, tail(out, 5))
+		return
+	}
+	var r ConsumeResult
+	if err := json.Unmarshal([]byte(lastLine(out)), &r); err != nil {
+		h.res.SelfConsumeErr = fmt.Sprintf("bad output: %v", err)
+		return
+	}
+	h.res.SelfConsume = &r
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// node is a running marketd all.
+type node struct {
+	p               *Proc
+	api, admin, sim string
+	mem             *memSampler
+}
+
+func (h *harness) startNode(ctx context.Context, s *SizeRun) (*node, error) {
+	addrs := make([]string, 3)
+	for i := range addrs {
+		a, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		addrs[i] = a
+	}
+	args := []string{h.bin("marketd"), "all",
+		"--data-dir", s.DataDir,
+		"--http-addr", addrs[0], "--admin-addr", addrs[1], "--sim-addr", addrs[2],
+		// Raised, not switched off: one client IP makes every request of the run.
+		"--rate-list", "1000000000", "--rate-item", "1000000000",
+		"--sim-collections", strconv.Itoa(s.Collections),
+		"--cursor-key", "bench-cursor-key-0123456789abcdef",
+		// Cycles run only when the harness asks (POST /admin/ingest), so a
+		// scheduled cycle never lands inside a read measurement.
+		"--poll-interval", "24h",
+		"--log-format", "json",
+	}
+	args = append(args, strings.Fields(h.o.ExtraArgs)...)
+	p, err := startProc("marketd "+s.Label, h.o.ServerCore, filepath.Join(s.DataDir+".log"), args...)
+	if err != nil {
+		return nil, err
+	}
+	return &node{p: p, api: "http://" + addrs[0], admin: "http://" + addrs[1], sim: "http://" + addrs[2],
+		mem: sampleMem(p.Pid(), 250*time.Millisecond)}, nil
+}
+
+// size measures one market size end to end and stops its node.
+func (h *harness) size(ctx context.Context, label string, collections int, withRef, demo bool) *SizeRun {
+	s := &SizeRun{Label: label, Collections: collections, DataDir: filepath.Join(h.work, slugify(label))}
+	h.res.Sizes = append(h.res.Sizes, s)
+	h.logf("== %s: starting marketd all --sim-collections %d (core %s)", label, collections, h.o.ServerCore)
+	n, err := h.startNode(ctx, s)
+	if err != nil {
+		s.Skipped = "start: " + err.Error()
+		h.logf("%s", s.Skipped)
+		return s
+	}
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		if m, err := readMem(n.p.Pid()); err == nil {
+			s.PeakRSS = m.HWM
+		}
+		n.mem.Stop()
+		took, err := n.p.Stop(30 * time.Second)
+		s.ShutdownTook = took
+		if err != nil {
+			h.note("%s: shutdown: %v", label, err)
+		}
+	}
+	defer stop()
+
+	timeout := h.o.ReadyTimeout
+	if !demo {
+		timeout = h.o.BigReady
+	}
+	cpu0, _ := readCPU(n.p.Pid())
+	ready, err := waitReady(ctx, n.admin, n.p, timeout)
+	s.Ready = ready
+	if cpu1, err := readCPU(n.p.Pid()); err == nil {
+		s.ReadyCPU = cpu1 - cpu0
+	}
+	if err != nil {
+		s.Skipped = fmt.Sprintf("not ready: %v (log: %s)", err, s.DataDir+".log")
+		h.logf("%s", s.Skipped)
+		if m, err := readMem(n.p.Pid()); err == nil {
+			s.MemReady = m
+		}
+		return s
+	}
+	s.MemReady, _ = readMem(n.p.Pid())
+	h.logf("ready after %s (CPU %s), RSS %s", ready.Round(time.Millisecond), s.ReadyCPU.Round(time.Millisecond), mib(s.MemReady.RSS))
+
+	if !demo {
+		s.Cycle = h.cycle(ctx, n)
+	}
+
+	p, err := pickIDs(ctx, n.api, 40)
+	if err != nil {
+		s.Skipped = "pick ids: " + err.Error()
+		h.logf("%s", s.Skipped)
+		return s
+	}
+	s.Picked = p
+	h.logf("measuring on %s (%d listings on the 100-page, %d sales), token %s", p.Collection.ID, p.Listings, p.Sales, p.TokenPath)
+	h.readPath(ctx, n, s, withRef)
+
+	// Steady memory: after the read load, idle a moment.
+	time.Sleep(2 * time.Second)
+	s.MemSteady, _ = readMem(n.p.Pid())
+
+	if demo && h.o.FreshReps > 0 && ctx.Err() == nil {
+		h.freshness(ctx, n, p)
+	}
+	stop()
+	h.logf("%s: stopped in %s; peak RSS %s, steady %s", label, s.ShutdownTook.Round(time.Millisecond), mib(s.PeakRSS), mib(s.MemSteady.RSS))
+	if ctx.Err() == nil {
+		h.replay(ctx, s)
+	}
+	return s
+}
+
+// cycle times one tick + ingest cycle, wall and marketd CPU.
+func (h *harness) cycle(ctx context.Context, n *node) *CycleRun {
+	c := &CycleRun{}
+	if st, b, err := post(ctx, n.sim+"/_sim/tick", 10*time.Second); err != nil || st/100 != 2 {
+		c.Err = fmt.Sprintf("sim tick: status %d %v %.200s", st, err, b)
+		return c
+	}
+	h.logf("cycle: POST /admin/ingest (bound %s)", h.o.CycleTimeout)
+	cpu0, _ := readCPU(n.p.Pid())
+	start := time.Now()
+	st, b, err := post(ctx, n.admin+"/admin/ingest", h.o.CycleTimeout)
+	c.Wall = time.Since(start)
+	cpu1, _ := readCPU(n.p.Pid())
+	c.CPU = cpu1 - cpu0
+	c.Summary = trimJSON(b, 1500)
+	if err != nil || st != http.StatusOK {
+		c.Err = fmt.Sprintf("admin ingest: status %d %v %.300s", st, err, b)
+	}
+	h.logf("cycle: wall %s, CPU %s", c.Wall.Round(time.Millisecond), c.CPU.Round(time.Millisecond))
+	return c
+}
+
+// readPath runs wrk against every endpoint, alternating with the reference.
+func (h *harness) readPath(ctx context.Context, n *node, s *SizeRun, withRef bool) {
+	capDir := filepath.Join(h.work, "captures-"+slugify(s.Label))
+	_ = os.MkdirAll(capDir, 0o755)
+	for _, ep := range endpoints(s.Picked) {
+		if ctx.Err() != nil {
+			return
+		}
+		r := &EPResult{Endpoint: ep}
+		s.Endpoints = append(s.Endpoints, r)
+		c, err := capture(ctx, n.api, ep.Path, capDir, slugify(ep.Name))
+		r.Capture = c
+		if err != nil {
+			r.Err = err.Error()
+			h.logf("%-20s skipped: %v", ep.Name, err)
+			continue
+		}
+		var ref *Proc
+		refURL := ""
+		if withRef {
+			ref, refURL, err = h.startRef(ctx, c, filepath.Join(capDir, slugify(ep.Name)+".benchref.log"))
+			if err != nil {
+				r.Err = "reference: " + err.Error()
+			} else {
+				r.Ref = &Measured{}
+			}
+		}
+		for i := 0; i < h.o.Runs && ctx.Err() == nil; i++ {
+			st, out, err := runWrk(ctx, h.o.Wrk, n.api+ep.Path)
+			if err != nil {
+				r.Err = err.Error()
+				h.logf("wrk: %v\n%s", err, out)
+				break
+			}
+			r.Marketd.Add(st)
+			if ref != nil {
+				rst, out, err := runWrk(ctx, h.o.Wrk, refURL+ep.Path)
+				if err != nil {
+					r.Err = "reference wrk: " + err.Error()
+					h.logf("wrk: %v\n%s", err, out)
+					break
+				}
+				r.Ref.Add(rst)
+			}
+		}
+		if ref != nil {
+			_, _ = ref.Stop(10 * time.Second)
+		}
+		m := r.Marketd.Median
+		line := fmt.Sprintf("%-20s %6d B  marketd %8.0f rps p50 %-8s p99 %-8s", ep.Name, c.BodyBytes, m.RPS, fmtDur(m.P50), fmtDur(m.P99))
+		if r.Ref != nil && len(r.Ref.Runs) > 0 {
+			rm := r.Ref.Median
+			line += fmt.Sprintf(" | ref %8.0f rps p50 %-8s p99 %-8s | %.2f×", rm.RPS, fmtDur(rm.P50), fmtDur(rm.P99), ratio(m.RPS, rm.RPS))
+		}
+		if m.Non2xx > 0 || m.SockErrs > 0 {
+			line += fmt.Sprintf("  (non-2xx %d, socket errors %d)", m.Non2xx, m.SockErrs)
+		}
+		h.logf("%s", line)
+	}
+}
+
+// startRef starts benchref on the server core with a captured response and
+// waits until it answers.
+func (h *harness) startRef(ctx context.Context, c Capture, logPath string) (*Proc, string, error) {
+	addr, err := freePort()
+	if err != nil {
+		return nil, "", err
+	}
+	p, err := startProc("benchref", h.o.ServerCore, logPath, h.bin("benchref"), "--addr", addr, "--body", c.BodyFile, "--headers", c.HeaderFile)
+	if err != nil {
+		return nil, "", err
+	}
+	u := "http://" + addr
+	for i := 0; i < 100; i++ {
+		if st, _, _, err := get(ctx, u+"/"); err == nil && st == http.StatusOK {
+			return p, u, nil
+		}
+		if p.Exited() {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_, _ = p.Stop(5 * time.Second)
+	return nil, "", fmt.Errorf("benchref did not answer (log %s)", logPath)
+}
+
+func (h *harness) freshness(ctx context.Context, n *node, p Picked) {
+	paths := pollSet(p.Candidates, 20)
+	h.logf("freshness: %d repetitions, watching %d paths", h.o.FreshReps, len(paths))
+	for i := 0; i < h.o.FreshReps && ctx.Err() == nil; i++ {
+		base := stableBaseline(ctx, n.api, paths)
+		if len(base) == 0 {
+			h.res.FreshErr = "no path answered the same body twice in a row; nothing to watch"
+			return
+		}
+		s, summary, err := freshOnce(ctx, n.api, n.admin, n.sim, base, 4, h.o.CycleTimeout, 3*time.Second)
+		if err != nil {
+			h.res.FreshErr = fmt.Sprintf("repetition %d: %v", i+1, err)
+			return
+		}
+		h.res.Fresh = append(h.res.Fresh, s)
+		h.res.FreshSummary = trimJSON(summary, 1500)
+		h.logf("fresh %2d: served %-8s ingest answered %-8s publish %s observed=%v %s", i+1, fmtDur(s.Served), fmtDur(s.Returned), pubStr(s), s.Observed, s.URL)
+	}
+}
+
+func pubStr(s FreshSample) string {
+	if !s.HasPublish {
+		return "n/a"
+	}
+	return fmtDur(s.Published)
+}
+
+// replay compares `marketd replay` with the raw ordered-consumer rate on the
+// store the stopped node left.
+func (h *harness) replay(ctx context.Context, s *SizeRun) {
+	r := &ReplayRun{Label: s.Label}
+	h.res.Replays = append(h.res.Replays, r)
+	store := filepath.Join(s.DataDir, "nats")
+	raw := func() {
+		out, _, err := runCmd(ctx, h.o.ReplayTimeout, "", h.bin("benchconsume"), "--store-dir", store, "--stream", "MARKETD_STATE,MARKETD_SALES", "--json", "--timeout", h.o.ReplayTimeout.String())
+		if err != nil {
+			r.Err = fmt.Sprintf("raw consumer: %v: %s", err, tail(out, 3))
+			return
+		}
+		var c ConsumeResult
+		if err := json.Unmarshal([]byte(lastLine(out)), &c); err != nil {
+			r.Err = "raw consumer: bad output: " + err.Error()
+			return
+		}
+		r.Raw = append(r.Raw, &c)
+		r.Msgs = c.Total.Msgs
+		if c.Total.PerSec > r.RawMax {
+			r.RawMax = c.Total.PerSec
+		}
+	}
+	h.logf("replay %s: raw ordered consumer on %s", s.Label, store)
+	raw()
+	h.logf("replay %s: marketd replay --data-dir %s (bound %s)", s.Label, s.DataDir, h.o.ReplayTimeout)
+	argv := []string{h.bin("marketd"), "replay", "--data-dir", s.DataDir, "--log-format", "json"}
+	if h.o.ServerCore != "" {
+		argv = append([]string{"taskset", "-c", h.o.ServerCore}, argv...)
+	}
+	out, wall, err := runCmd(ctx, h.o.ReplayTimeout, "", argv...)
+	r.Wall = wall
+	r.Output = tail(out, 6)
+	if err != nil {
+		r.Err = strings.TrimSpace(r.Err + "; replay: " + err.Error())
+	} else if r.Msgs > 0 && wall > 0 {
+		r.Rate = float64(r.Msgs) / wall.Seconds()
+	}
+	raw()
+	h.logf("replay %s: %d msgs in %s = %.0f msgs/s; raw consumer best %.0f msgs/s", s.Label, r.Msgs, wall.Round(time.Millisecond), r.Rate, r.RawMax)
+}
+
+func (h *harness) goBench(ctx context.Context) {
+	h.logf("go test -bench (benchtime %s)", h.o.BenchTime)
+	out, _, err := runCmd(ctx, 8*time.Minute, h.o.RepoDir, "go", "test", "-run", "^$", "-bench", ".", "-benchmem",
+		"-benchtime", h.o.BenchTime, "-timeout", "7m", "./httpapi/...", "./readmodel/...")
+	h.res.GoBench = filterBench(out)
+	if err != nil {
+		h.res.GoBenchErr = err.Error()
+	}
+}
+
+// filterBench keeps the lines of go test -bench output that matter.
+func filterBench(out string) string {
+	var keep []string
+	for _, l := range strings.Split(out, "\n") {
+		t := strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(t, "Benchmark"), strings.HasPrefix(t, "ok "), strings.HasPrefix(t, "FAIL"),
+			strings.HasPrefix(t, "--- FAIL"), strings.HasPrefix(t, "pkg:"), strings.HasPrefix(t, "cpu:"),
+			strings.HasPrefix(t, "panic"), strings.Contains(t, "build failed"), strings.HasPrefix(t, "#"):
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
+}
+
+// trimJSON compacts a JSON body and cuts it to n bytes.
+func trimJSON(b []byte, n int) string {
+	var v any
+	s := strings.TrimSpace(string(b))
+	if json.Unmarshal(b, &v) == nil {
+		if c, err := json.Marshal(v); err == nil {
+			s = string(c)
+		}
+	}
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return s
+}

@@ -1,0 +1,191 @@
+// Command benchrun is the performance harness behind `make bench`
+// (scripts/bench builds it with marketd, benchref and benchconsume and runs
+// it). In one bounded run it measures, and writes as a markdown report under
+// bench-results/:
+//
+//  1. the read path: every public endpoint with wrk (pinned to its own core)
+//     against marketd (pinned to another) and, alternately, against
+//     benchref serving the same body with the same headers;
+//  2. the same at a large market (--big collections);
+//  3. freshness: time from a simulator tick to a changed body being served,
+//     and the cost (wall, CPU) of one cycle at the large size;
+//  4. replay rate against the raw ordered-consumer rate on the same store;
+//  5. resident memory (steady, peak) at both sizes;
+//  6. `go test -bench` of the handlers and the projector.
+//
+// Every phase has a timeout; a phase that fails or does not fit is written
+// into the report as skipped, with the reason, and the run goes on.
+//
+// Settings come from flags or BENCH_* variables (see options). The process
+// expects to run pinned off the server core (scripts/bench runs it with
+// taskset on the wrk core).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+// Options are the knobs of one run.
+type Options struct {
+	Quick         bool
+	BinDir        string // holds marketd, benchref, benchconsume
+	RepoDir       string // module root, for go test -bench
+	OutDir        string // where the report goes
+	ServerCore    string // taskset list for marketd and benchref
+	WrkCore       string // taskset list for wrk
+	Wrk           WrkOptions
+	Runs          int
+	DemoSize      int
+	BigSize       int // 0: skip the large market
+	BigRef        bool
+	FreshReps     int
+	ReadyTimeout  time.Duration // demo start-up
+	BigReady      time.Duration // large start-up (first cycle)
+	CycleTimeout  time.Duration
+	ReplayTimeout time.Duration
+	GoBench       bool
+	BenchTime     string
+	Keep          bool   // keep data dirs
+	ExtraArgs     string // extra marketd flags (space-separated)
+}
+
+func defaultOptions(quick bool) Options {
+	o := Options{
+		Quick: quick, BinDir: "bench-results/.bin", RepoDir: ".", OutDir: "bench-results",
+		ServerCore: "0", WrkCore: "1",
+		Wrk:  WrkOptions{Threads: 1, Connections: 64, Duration: 10 * time.Second},
+		Runs: 3, DemoSize: 300, BigSize: 100_000, FreshReps: 20,
+		ReadyTimeout: 2 * time.Minute, BigReady: 6 * time.Minute, CycleTimeout: 4 * time.Minute,
+		ReplayTimeout: 4 * time.Minute, GoBench: true, BenchTime: "1s",
+	}
+	if quick {
+		o.Wrk.Duration, o.Runs, o.BigSize, o.FreshReps, o.BenchTime = 2*time.Second, 1, 5000, 5, "100ms"
+	}
+	return o
+}
+
+// parseOptions reads flags, falling back to BENCH_* variables, then the
+// defaults (BENCH_QUICK=1 or --quick selects the short development mode).
+func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (Options, error) {
+	quick := getenv("BENCH_QUICK") == "1"
+	for _, a := range args {
+		if a == "--quick" || a == "-quick" || a == "--quick=true" {
+			quick = true
+		}
+	}
+	o := defaultOptions(quick)
+	fs := flag.NewFlagSet("benchrun", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	env := func(name, def string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	fs.Bool("quick", quick, "short development mode: 2 s runs, 1 repetition, small large-market (BENCH_QUICK=1)")
+	fs.StringVar(&o.BinDir, "bin-dir", env("BENCH_BIN_DIR", o.BinDir), "directory with marketd, benchref, benchconsume")
+	fs.StringVar(&o.RepoDir, "repo", env("BENCH_REPO", o.RepoDir), "module root (for go test -bench)")
+	fs.StringVar(&o.OutDir, "out", env("BENCH_OUT", o.OutDir), "report directory")
+	fs.StringVar(&o.ServerCore, "server-core", env("BENCH_SERVER_CORE", o.ServerCore), "taskset CPU list of the servers")
+	fs.StringVar(&o.WrkCore, "wrk-core", env("BENCH_WRK_CORE", o.WrkCore), "taskset CPU list of wrk")
+	dur := fs.Duration("duration", envDur(getenv, "BENCH_DURATION", o.Wrk.Duration), "one wrk run (BENCH_DURATION)")
+	fs.IntVar(&o.Wrk.Connections, "connections", envInt(getenv, "BENCH_CONNECTIONS", o.Wrk.Connections), "wrk connections")
+	fs.IntVar(&o.Wrk.Threads, "threads", envInt(getenv, "BENCH_THREADS", o.Wrk.Threads), "wrk threads")
+	fs.IntVar(&o.Runs, "runs", envInt(getenv, "BENCH_RUNS", o.Runs), "wrk runs per target (medians)")
+	fs.IntVar(&o.DemoSize, "demo", envInt(getenv, "BENCH_DEMO", o.DemoSize), "demo market size in collections")
+	fs.IntVar(&o.BigSize, "big", envInt(getenv, "BENCH_BIG", o.BigSize), "large market size in collections (0: skip)")
+	fs.BoolVar(&o.BigRef, "big-ref", getenv("BENCH_BIG_REF") == "1", "also run the reference at the large size")
+	fs.IntVar(&o.FreshReps, "fresh-reps", envInt(getenv, "BENCH_FRESH_REPS", o.FreshReps), "freshness repetitions")
+	fs.DurationVar(&o.ReadyTimeout, "ready-timeout", envDur(getenv, "BENCH_READY_TIMEOUT", o.ReadyTimeout), "demo start-up bound")
+	fs.DurationVar(&o.BigReady, "big-ready-timeout", envDur(getenv, "BENCH_BIG_READY_TIMEOUT", o.BigReady), "large start-up bound")
+	fs.DurationVar(&o.CycleTimeout, "cycle-timeout", envDur(getenv, "BENCH_CYCLE_TIMEOUT", o.CycleTimeout), "one ingest cycle bound")
+	fs.DurationVar(&o.ReplayTimeout, "replay-timeout", envDur(getenv, "BENCH_REPLAY_TIMEOUT", o.ReplayTimeout), "one replay bound")
+	fs.BoolVar(&o.GoBench, "gobench", getenv("BENCH_SKIP_GOBENCH") != "1", "run go test -bench")
+	fs.StringVar(&o.BenchTime, "benchtime", env("BENCH_BENCHTIME", o.BenchTime), "go test -benchtime")
+	fs.BoolVar(&o.Keep, "keep", getenv("BENCH_KEEP") == "1", "keep the data directories")
+	fs.StringVar(&o.ExtraArgs, "marketd-args", getenv("BENCH_MARKETD_ARGS"), "extra marketd flags")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	o.Wrk.Duration = *dur
+	o.Wrk.Core = o.WrkCore
+	switch {
+	case o.Runs < 1, o.Wrk.Connections < 1, o.Wrk.Threads < 1, o.Wrk.Duration < time.Second:
+		return o, fmt.Errorf("runs, connections, threads must be ≥ 1 and duration ≥ 1s")
+	case o.DemoSize < 1, o.BigSize < 0, o.FreshReps < 0:
+		return o, fmt.Errorf("demo ≥ 1, big ≥ 0, fresh-reps ≥ 0")
+	}
+	return o, nil
+}
+
+func envInt(getenv func(string) string, name string, def int) int {
+	if v, err := strconv.Atoi(getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+func envDur(getenv func(string) string, name string, def time.Duration) time.Duration {
+	if v, err := time.ParseDuration(getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	o, err := parseOptions(args, getenv, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "benchrun: %v\n", err)
+		return 2
+	}
+	for _, b := range []string{"marketd", "benchref", "benchconsume"} {
+		if _, err := os.Stat(filepath.Join(o.BinDir, b)); err != nil {
+			fmt.Fprintf(stderr, "benchrun: %v (scripts/bench builds it)\n", err)
+			return 2
+		}
+	}
+	h := &harness{o: o, out: stdout, res: &Results{Started: time.Now(), Options: o}}
+	stamp := h.res.Started.UTC().Format("20060102-150405")
+	h.work = filepath.Join(o.OutDir, "work-"+stamp)
+	if err := os.MkdirAll(h.work, 0o755); err != nil {
+		fmt.Fprintf(stderr, "benchrun: %v\n", err)
+		return 1
+	}
+	h.run(ctx)
+	h.res.Finished = time.Now()
+	path := filepath.Join(o.OutDir, stamp+".md")
+	if o.Quick {
+		path = filepath.Join(o.OutDir, stamp+"-quick.md")
+	}
+	if err := os.WriteFile(path, []byte(renderReport(h.res)), 0o644); err != nil {
+		fmt.Fprintf(stderr, "benchrun: write report: %v\n", err)
+		return 1
+	}
+	if js, err := json.MarshalIndent(h.res, "", "  "); err == nil {
+		_ = os.WriteFile(strings.TrimSuffix(path, ".md")+".json", js, 0o644)
+	}
+	if !o.Keep {
+		for _, s := range h.res.Sizes {
+			os.RemoveAll(s.DataDir)
+		}
+	}
+	fmt.Fprintf(stdout, "\nreport: %s\n", path)
+	return 0
+}

@@ -1,0 +1,473 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Targets of issue 6, as ratios from the same run.
+const (
+	targetRPSvsRef   = 0.85
+	targetP99vsRef   = 2.0
+	targetBigVsDemo  = 0.9
+	targetFreshP99   = time.Second
+	targetCycleWall  = 2 * time.Minute
+	targetCycleCores = 1.0
+	targetReplay     = 0.5
+	targetRSS        = 1500 * 1000 * 1000 // 1.5 GB
+)
+
+func fmtDur(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "0"
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.0fµs", float64(d)/float64(time.Microsecond))
+	case d < 10*time.Millisecond:
+		return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+	case d < time.Second:
+		return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
+	default:
+		return fmt.Sprintf("%.2fs", d.Seconds())
+	}
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+func mib(b int64) string {
+	if b == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20))
+}
+
+func yes(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "**NO**"
+}
+
+// verdict is one line of the targets table.
+type verdict struct {
+	target, measured, met string
+}
+
+func renderReport(r *Results) string {
+	var b strings.Builder
+	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	o := r.Options
+	title := "marketd performance"
+	if o.Quick {
+		title += " (QUICK mode: short runs, not for the README)"
+	}
+	w("# %s — %s\n\n", title, r.Started.UTC().Format("2006-01-02 15:04 UTC"))
+	m := r.Machine
+	w("Machine: %s cores (%s), %s memory, kernel %s; %s; %s. Load average at start: %s.\n\n",
+		m["nproc"], m["cpu"], m["memory"], m["kernel"], m["go"], m["wrk"], m["load"])
+	w("Method: marketd (`all`, embedded NATS + simulator) and the reference (`scripts/benchref`: minimal Fiber app serving the captured body with the same headers) pinned to core %s, wrk pinned to core %s; wrk -t%d -c%d -d%s --latency; %d run(s) per target, alternating marketd and reference, medians. Rate limits raised to 10⁹ per 60 s via --rate-list/--rate-item; scheduled cycles moved out of the way (--poll-interval 24h), cycles run by POST /admin/ingest. Run took %s.\n\n",
+		o.ServerCore, o.WrkCore, o.Wrk.Threads, o.Wrk.Connections, o.Wrk.Duration, o.Runs, r.Finished.Sub(r.Started).Round(time.Second))
+
+	vs := verdicts(r)
+	w("## Targets\n\n| target | measured | met |\n|---|---|---|\n")
+	for _, v := range vs {
+		w("| %s | %s | %s |\n", v.target, v.measured, v.met)
+	}
+	w("\n")
+
+	var demo *SizeRun
+	for i, s := range r.Sizes {
+		if i == 0 {
+			demo = s
+			renderDemoTable(&b, s)
+		} else {
+			renderBigTable(&b, s, demo)
+		}
+	}
+	renderFreshness(&b, r)
+	renderCycle(&b, r)
+	renderReplay(&b, r)
+	renderMemory(&b, r)
+
+	w("## go test -bench\n\n")
+	if !o.GoBench {
+		w("Skipped (BENCH_SKIP_GOBENCH=1).\n\n")
+	} else {
+		w("`go test -run '^$' -bench . -benchmem -benchtime %s ./httpapi/... ./readmodel/...`", o.BenchTime)
+		if r.GoBenchErr != "" {
+			w(" — exited with: %s", r.GoBenchErr)
+		}
+		w("\n\n```\n%s\n```\n\n", strings.TrimSpace(r.GoBench))
+	}
+	if len(r.Notes) > 0 {
+		w("## Notes and skipped phases\n\n")
+		for _, n := range r.Notes {
+			w("- %s\n", n)
+		}
+		w("\n")
+	}
+	return b.String()
+}
+
+func sizeHeader(b *strings.Builder, s *SizeRun) {
+	fmt.Fprintf(b, "## Read path — %s (%d collections)\n\n", s.Label, s.Collections)
+	if s.Picked.Collection.ID != "" {
+		fmt.Fprintf(b, "Collection `%s` (%d items on its listings page at limit=100, %d on its sales page), token `%s`. Ready after %s (first cycle projected).\n\n",
+			s.Picked.Collection.ID, s.Picked.Listings, s.Picked.Sales, s.Picked.TokenPath, fmtDur(s.Ready))
+	}
+	if s.Skipped != "" {
+		fmt.Fprintf(b, "**Not fully measured:** %s\n\n", s.Skipped)
+	}
+}
+
+func renderDemoTable(b *strings.Builder, s *SizeRun) {
+	sizeHeader(b, s)
+	if len(s.Endpoints) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "| endpoint | body bytes | marketd rps | p50 | p99 | reference rps | p50 | p99 | rps ratio | p99 ratio | target met |\n")
+	fmt.Fprintf(b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	for _, e := range s.Endpoints {
+		mm := e.Marketd.Median
+		if e.Ref == nil || len(e.Ref.Runs) == 0 {
+			fmt.Fprintf(b, "| %s | %d | %.0f | %s | %s | – | – | – | – | – | %s |\n", e.Name, e.Capture.BodyBytes, mm.RPS, fmtDur(mm.P50), fmtDur(mm.P99), errCell(e))
+			continue
+		}
+		rm := e.Ref.Median
+		rr, pr := ratio(mm.RPS, rm.RPS), ratio(float64(mm.P99), float64(rm.P99))
+		met := yes(rr >= targetRPSvsRef && pr <= targetP99vsRef && e.Marketd.OK() && e.Ref.OK())
+		if e.Err != "" || !e.Marketd.OK() {
+			met += " " + errCell(e)
+		}
+		fmt.Fprintf(b, "| %s | %d | %.0f | %s | %s | %.0f | %s | %s | %.2f | %.2f | %s |\n",
+			e.Name, e.Capture.BodyBytes, mm.RPS, fmtDur(mm.P50), fmtDur(mm.P99), rm.RPS, fmtDur(rm.P50), fmtDur(rm.P99), rr, pr, met)
+	}
+	fmt.Fprintf(b, "\nTargets: rps ratio ≥ %.2f and p99 ratio ≤ %.1f (marketd / reference, same run).\n\n", targetRPSvsRef, targetP99vsRef)
+}
+
+func errCell(e *EPResult) string {
+	var parts []string
+	if e.Err != "" {
+		parts = append(parts, strings.ReplaceAll(e.Err, "|", "/"))
+	}
+	if mm := e.Marketd.Median; mm.Non2xx > 0 || mm.SockErrs > 0 {
+		parts = append(parts, fmt.Sprintf("non-2xx %d, socket errors %d", mm.Non2xx, mm.SockErrs))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	s := strings.Join(parts, "; ")
+	if len(s) > 160 {
+		s = s[:160] + "…"
+	}
+	return "(" + s + ")"
+}
+
+func findEP(s *SizeRun, name string) *EPResult {
+	if s == nil {
+		return nil
+	}
+	for _, e := range s.Endpoints {
+		if e.Name == name {
+			return e
+		}
+	}
+	return nil
+}
+
+func renderBigTable(b *strings.Builder, s, demo *SizeRun) {
+	sizeHeader(b, s)
+	if len(s.Endpoints) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "| endpoint | body bytes | marketd rps | p50 | p99 | demo rps | ratio to demo | reference rps | p99 | target met (≥ %.2f × demo) |\n", targetBigVsDemo)
+	fmt.Fprintf(b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	for _, e := range s.Endpoints {
+		mm := e.Marketd.Median
+		d := findEP(demo, e.Name)
+		dr, rr := "–", "–"
+		met := "–"
+		if d != nil && d.Marketd.Median.RPS > 0 {
+			x := ratio(mm.RPS, d.Marketd.Median.RPS)
+			dr, rr = fmt.Sprintf("%.0f", d.Marketd.Median.RPS), fmt.Sprintf("%.2f", x)
+			met = yes(x >= targetBigVsDemo && e.Marketd.OK())
+		}
+		ref, refp99 := "–", "–"
+		if e.Ref != nil && len(e.Ref.Runs) > 0 {
+			ref, refp99 = fmt.Sprintf("%.0f", e.Ref.Median.RPS), fmtDur(e.Ref.Median.P99)
+		}
+		if c := errCell(e); c != "" {
+			met += " " + c
+		}
+		fmt.Fprintf(b, "| %s | %d | %.0f | %s | %s | %s | %s | %s | %s | %s |\n",
+			e.Name, e.Capture.BodyBytes, mm.RPS, fmtDur(mm.P50), fmtDur(mm.P99), dr, rr, ref, refp99, met)
+	}
+	fmt.Fprintf(b, "\n")
+}
+
+func freshStats(r *Results) (served, afterPub, returned []time.Duration, observed, withPub int) {
+	for _, s := range r.Fresh {
+		returned = append(returned, s.Returned)
+		if !s.Observed {
+			continue
+		}
+		observed++
+		served = append(served, s.Served)
+		afterPub = append(afterPub, s.AfterPublish())
+		if s.HasPublish {
+			withPub++
+		}
+	}
+	return
+}
+
+func renderFreshness(b *strings.Builder, r *Results) {
+	fmt.Fprintf(b, "## Freshness (demo size)\n\n")
+	if len(r.Fresh) == 0 {
+		fmt.Fprintf(b, "Not measured. %s\n\n", r.FreshErr)
+		return
+	}
+	served, afterPub, returned, observed, withPub := freshStats(r)
+	fmt.Fprintf(b, "Each repetition: `POST /_sim/tick`, then `POST /admin/ingest` (t = 0), while 4 pollers re-read the browse pages and the listings, detail and sales pages of 20 collections every ~1 ms; a change is the first body that differs from the one served before the tick. %d of %d repetitions observed a change.\n\n", observed, len(r.Fresh))
+	fmt.Fprintf(b, "| measure | p50 | p99 | max |\n|---|---:|---:|---:|\n")
+	row := func(name string, ds []time.Duration) {
+		if len(ds) == 0 {
+			fmt.Fprintf(b, "| %s | – | – | – |\n", name)
+			return
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", name, fmtDur(percentile(ds, 50)), fmtDur(percentile(ds, 99)), fmtDur(percentile(ds, 100)))
+	}
+	row("change served (from ingest start: whole cycle)", served)
+	row("ingest answered (cycle published and projected)", returned)
+	if withPub > 0 {
+		row("change served after the cycle published it", afterPub)
+	} else {
+		fmt.Fprintf(b, "| change served after the cycle published it | (summary gives no publish time; the row above it bounds it) | | |\n")
+	}
+	if r.FreshErr != "" {
+		fmt.Fprintf(b, "\nStopped early: %s\n", r.FreshErr)
+	}
+	if r.FreshSummary != "" {
+		fmt.Fprintf(b, "\nLast ingest summary: `%s`\n", r.FreshSummary)
+	}
+	fmt.Fprintf(b, "\n")
+}
+
+func renderCycle(b *strings.Builder, r *Results) {
+	fmt.Fprintf(b, "## Cycle cost\n\n")
+	fmt.Fprintf(b, "| size | phase | wall | marketd CPU | cores used (CPU / wall) | CPU per 2-min interval |\n|---|---|---:|---:|---:|---:|\n")
+	for _, s := range r.Sizes {
+		if s.Ready > 0 {
+			fmt.Fprintf(b, "| %s | start-up to ready (first, full cycle) | %s | %s | %.2f | %.2f |\n", s.Label, fmtDur(s.Ready), fmtDur(s.ReadyCPU),
+				ratio(s.ReadyCPU.Seconds(), s.Ready.Seconds()), s.ReadyCPU.Seconds()/targetCycleWall.Seconds())
+		}
+		if c := s.Cycle; c != nil {
+			fmt.Fprintf(b, "| %s | tick + cycle (POST /admin/ingest) | %s | %s | %.2f | %.2f |\n", s.Label, fmtDur(c.Wall), fmtDur(c.CPU),
+				ratio(c.CPU.Seconds(), c.Wall.Seconds()), c.CPU.Seconds()/targetCycleWall.Seconds())
+		}
+	}
+	fmt.Fprintf(b, "\nCPU is the whole marketd process (it includes the simulator answering the polls, which a real deployment does not pay). Target: a full cycle at the large size within %s wall, at most %.0f core on average.\n\n", targetCycleWall, targetCycleCores)
+	for _, s := range r.Sizes {
+		if s.Cycle != nil && (s.Cycle.Err != "" || s.Cycle.Summary != "") {
+			fmt.Fprintf(b, "%s cycle: %s `%s`\n\n", s.Label, s.Cycle.Err, s.Cycle.Summary)
+		}
+	}
+}
+
+func renderReplay(b *strings.Builder, r *Results) {
+	fmt.Fprintf(b, "## Replay\n\n")
+	if sc := r.SelfConsume; sc != nil {
+		for _, x := range sc.Rates {
+			fmt.Fprintf(b, "Raw JetStream on this machine (benchconsume --self, 300-byte messages): %s %d msgs at %.0f msgs/s.  \n", x.Op, x.Msgs, x.PerSec)
+		}
+		fmt.Fprintf(b, "\n")
+	} else if r.SelfConsumeErr != "" {
+		fmt.Fprintf(b, "Raw JetStream self-test failed: %s\n\n", r.SelfConsumeErr)
+	}
+	if len(r.Replays) == 0 {
+		fmt.Fprintf(b, "Not measured.\n\n")
+		return
+	}
+	fmt.Fprintf(b, "| size | messages | replay wall | replay msgs/s | raw ordered consumer msgs/s (best of 2) | ratio | target met (≥ %.1f) |\n|---|---:|---:|---:|---:|---:|---|\n", targetReplay)
+	for _, x := range r.Replays {
+		rt := ratio(x.Rate, x.RawMax)
+		met := yes(rt >= targetReplay && x.Err == "")
+		if x.Err != "" {
+			met += " (" + strings.ReplaceAll(x.Err, "|", "/") + ")"
+		}
+		fmt.Fprintf(b, "| %s | %d | %s | %.0f | %.0f | %.2f | %s |\n", x.Label, x.Msgs, fmtDur(x.Wall), x.Rate, x.RawMax, rt, met)
+	}
+	fmt.Fprintf(b, "\nReplay wall time is the whole `marketd replay` process (embedded NATS start on the store, Badger, swap); the raw rate is an ordered consumer reading both streams from an embedded server on the same store.\n\n")
+	for _, x := range r.Replays {
+		if x.Output != "" {
+			fmt.Fprintf(b, "`marketd replay` output, %s (last lines):\n\n```\n%s\n```\n\n", x.Label, x.Output)
+		}
+	}
+}
+
+func renderMemory(b *strings.Builder, r *Results) {
+	fmt.Fprintf(b, "## Memory (marketd RSS)\n\n| size | at ready | steady (after reads, idle) | peak (VmHWM) | target met (≤ 1.5 GB at the large size) |\n|---|---:|---:|---:|---|\n")
+	for i, s := range r.Sizes {
+		met := "–"
+		if i > 0 && s.PeakRSS > 0 {
+			met = yes(s.PeakRSS <= targetRSS)
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", s.Label, mib(s.MemReady.RSS), mib(s.MemSteady.RSS), mib(s.PeakRSS), met)
+	}
+	fmt.Fprintf(b, "\n")
+}
+
+// verdicts summarises every target of issue 6.
+func verdicts(r *Results) []verdict {
+	var vs []verdict
+	var demo, big *SizeRun
+	if len(r.Sizes) > 0 {
+		demo = r.Sizes[0]
+	}
+	if len(r.Sizes) > 1 {
+		big = r.Sizes[1]
+	}
+	notMeasured := verdict{measured: "not measured", met: "?"}
+
+	// Read path vs reference.
+	worstRPS, worstP99 := notMeasured, notMeasured
+	worstRPS.target = fmt.Sprintf("every read endpoint ≥ %.2f × reference rps (demo)", targetRPSvsRef)
+	worstP99.target = fmt.Sprintf("every read endpoint p99 ≤ %.0f × reference p99 (demo)", targetP99vsRef)
+	if demo != nil {
+		minR, maxP := 1e9, 0.0
+		var minName, maxName string
+		n, failed := 0, 0
+		for _, e := range demo.Endpoints {
+			if e.Ref == nil || len(e.Ref.Runs) == 0 || len(e.Marketd.Runs) == 0 {
+				failed++
+				continue
+			}
+			if !e.Marketd.OK() {
+				failed++
+			}
+			n++
+			if x := ratio(e.Marketd.Median.RPS, e.Ref.Median.RPS); x < minR {
+				minR, minName = x, e.Name
+			}
+			if x := ratio(float64(e.Marketd.Median.P99), float64(e.Ref.Median.P99)); x > maxP {
+				maxP, maxName = x, e.Name
+			}
+		}
+		if n > 0 {
+			extra := ""
+			if failed > 0 {
+				extra = fmt.Sprintf("; %d endpoint(s) failed or had errors", failed)
+			}
+			worstRPS.measured = fmt.Sprintf("lowest %.2f (%s)%s", minR, minName, extra)
+			worstRPS.met = yes(minR >= targetRPSvsRef && failed == 0)
+			worstP99.measured = fmt.Sprintf("highest %.2f (%s)%s", maxP, maxName, extra)
+			worstP99.met = yes(maxP <= targetP99vsRef && failed == 0)
+		}
+	}
+	vs = append(vs, worstRPS, worstP99)
+
+	// Large vs demo.
+	bigv := notMeasured
+	bigv.target = fmt.Sprintf("at the large size every read endpoint ≥ %.1f × its demo rps", targetBigVsDemo)
+	if big != nil {
+		bigv.target = fmt.Sprintf("at %d collections every read endpoint ≥ %.1f × its demo rps", big.Collections, targetBigVsDemo)
+		minR, name, n, failed := 1e9, "", 0, 0
+		for _, e := range big.Endpoints {
+			d := findEP(demo, e.Name)
+			if d == nil || d.Marketd.Median.RPS == 0 || len(e.Marketd.Runs) == 0 {
+				failed++
+				continue
+			}
+			if !e.Marketd.OK() {
+				failed++
+			}
+			n++
+			if x := ratio(e.Marketd.Median.RPS, d.Marketd.Median.RPS); x < minR {
+				minR, name = x, e.Name
+			}
+		}
+		if n > 0 {
+			bigv.measured = fmt.Sprintf("lowest %.2f (%s)", minR, name)
+			if failed > 0 {
+				bigv.measured += fmt.Sprintf("; %d endpoint(s) not comparable or with errors", failed)
+			}
+			bigv.met = yes(minR >= targetBigVsDemo && failed == 0)
+		} else if big.Skipped != "" {
+			bigv.measured = "not measured: " + big.Skipped
+		}
+	}
+	vs = append(vs, bigv)
+
+	// Freshness.
+	fv := notMeasured
+	fv.target = fmt.Sprintf("change served ≤ %s after the cycle publishes it (p99, demo)", targetFreshP99)
+	_, afterPub, _, observed, withPub := freshStats(r)
+	if observed > 0 {
+		p99 := percentile(afterPub, 99)
+		what := "after publish"
+		if withPub == 0 {
+			what = "from ingest start (upper bound: no publish time in the summary)"
+		}
+		fv.measured = fmt.Sprintf("p99 %s %s, %d/%d observed", fmtDur(p99), what, observed, len(r.Fresh))
+		fv.met = yes(p99 <= targetFreshP99 && observed == len(r.Fresh))
+		if p99 > targetFreshP99 && withPub == 0 {
+			fv.met = "? (bound only)"
+		}
+	} else if r.FreshErr != "" {
+		fv.measured = "not measured: " + r.FreshErr
+	}
+	vs = append(vs, fv)
+
+	// Cycle.
+	cv := notMeasured
+	cv.target = fmt.Sprintf("full cycle at the large size ≤ %s wall, ≤ %.0f core on average", targetCycleWall, targetCycleCores)
+	if big != nil && big.Cycle != nil && big.Cycle.Err == "" && big.Cycle.Wall > 0 {
+		c := big.Cycle
+		cores := c.CPU.Seconds() / targetCycleWall.Seconds()
+		cv.measured = fmt.Sprintf("tick cycle %s wall, %s CPU (%.2f cores over the interval); first full cycle %s wall, %s CPU",
+			fmtDur(c.Wall), fmtDur(c.CPU), cores, fmtDur(big.Ready), fmtDur(big.ReadyCPU))
+		cv.met = yes(c.Wall <= targetCycleWall && cores <= targetCycleCores)
+	} else if big != nil && big.Cycle != nil {
+		cv.measured = "failed: " + big.Cycle.Err
+		cv.met = "**NO**"
+	} else if big != nil && big.Skipped != "" {
+		cv.measured = "not measured: " + big.Skipped
+		if big.Ready > 0 {
+			cv.met = "**NO**"
+		}
+	}
+	vs = append(vs, cv)
+
+	// Replay.
+	rv := notMeasured
+	rv.target = fmt.Sprintf("replay ≥ %.1f × raw ordered-consumer rate", targetReplay)
+	if len(r.Replays) > 0 {
+		x := r.Replays[len(r.Replays)-1]
+		rt := ratio(x.Rate, x.RawMax)
+		rv.measured = fmt.Sprintf("%.2f at %s (%.0f vs %.0f msgs/s, %d msgs)", rt, x.Label, x.Rate, x.RawMax, x.Msgs)
+		rv.met = yes(rt >= targetReplay && x.Err == "")
+		if x.Err != "" {
+			rv.measured += "; " + x.Err
+		}
+	}
+	vs = append(vs, rv)
+
+	// Memory.
+	mv := notMeasured
+	mv.target = "RSS ≤ 1.5 GB at the large size"
+	if big != nil && big.PeakRSS > 0 {
+		mv.measured = fmt.Sprintf("peak %s, steady %s", mib(big.PeakRSS), mib(big.MemSteady.RSS))
+		mv.met = yes(big.PeakRSS <= targetRSS)
+	}
+	vs = append(vs, mv)
+	for i := range vs {
+		vs[i].measured = strings.ReplaceAll(vs[i].measured, "|", "/")
+	}
+	return vs
+}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func measured(rps float64, p99 time.Duration) Measured {
+	var m Measured
+	m.Add(Stat{RPS: rps, P50: p99 / 2, P99: p99, Requests: int64(rps * 10)})
+	return m
+}
+
+func sampleResults() *Results {
+	ref := measured(30000, 4*time.Millisecond)
+	demo := &SizeRun{Label: "demo", Collections: 300, Ready: 2 * time.Second, Endpoints: []*EPResult{
+		{Endpoint: Endpoint{Name: "floor"}, Capture: Capture{BodyBytes: 600}, Marketd: measured(27000, 5*time.Millisecond), Ref: &ref},
+		{Endpoint: Endpoint{Name: "token"}, Capture: Capture{BodyBytes: 900}, Marketd: measured(20000, 9*time.Millisecond), Ref: &ref},
+	}}
+	big := &SizeRun{Label: "100000 collections", Collections: 100000, Ready: 90 * time.Second, ReadyCPU: 100 * time.Second,
+		PeakRSS: 2 << 30, MemSteady: Mem{RSS: 1 << 30},
+		Cycle: &CycleRun{Wall: 30 * time.Second, CPU: 40 * time.Second},
+		Endpoints: []*EPResult{
+			{Endpoint: Endpoint{Name: "floor"}, Marketd: measured(26000, 5*time.Millisecond)},
+			{Endpoint: Endpoint{Name: "token"}, Marketd: measured(10000, 9*time.Millisecond)},
+		}}
+	return &Results{
+		Started: time.Date(2026, 11, 22, 19, 0, 0, 0, time.UTC), Finished: time.Date(2026, 11, 22, 19, 15, 0, 0, time.UTC),
+		Options: defaultOptions(false), Machine: map[string]string{"nproc": "2"},
+		Sizes: []*SizeRun{demo, big},
+		Fresh: []FreshSample{
+			{Observed: true, Served: 900 * time.Millisecond, Returned: 950 * time.Millisecond, Published: 850 * time.Millisecond, HasPublish: true},
+			{Observed: true, Served: 700 * time.Millisecond, Returned: 720 * time.Millisecond, Published: 690 * time.Millisecond, HasPublish: true},
+		},
+		Replays: []*ReplayRun{{Label: "100000 collections", Msgs: 1000, Wall: time.Second, Rate: 1000, RawMax: 1500}},
+		GoBench: "BenchmarkX-2   100   10 ns/op   0 B/op   0 allocs/op",
+	}
+}
+
+func TestVerdicts(t *testing.T) {
+	vs := verdicts(sampleResults())
+	require.Len(t, vs, 7)
+	want := []struct{ measured, met string }{
+		{"lowest 0.67 (token)", "**NO**"},
+		{"highest 2.25 (token)", "**NO**"},
+		{"lowest 0.50 (token)", "**NO**"},
+		{"p99 50.0ms after publish, 2/2 observed", "yes"},
+		{"tick cycle 30.00s wall, 40.00s CPU (0.33 cores over the interval)", "yes"},
+		{"0.67 at 100000 collections", "yes"},
+		{"peak 2048 MiB", "**NO**"},
+	}
+	for i, w := range want {
+		assert.Contains(t, vs[i].measured, w.measured, vs[i].target)
+		assert.Equal(t, w.met, vs[i].met, vs[i].target)
+	}
+}
+
+func TestVerdictsWithNothingMeasured(t *testing.T) {
+	vs := verdicts(&Results{})
+	for _, v := range vs {
+		assert.Equal(t, "?", v.met, v.target)
+	}
+}
+
+func TestRenderReport(t *testing.T) {
+	out := renderReport(sampleResults())
+	for _, s := range []string{
+		"## Targets",
+		"| floor | 600 | 27000 | 2.50ms | 5.00ms | 30000 | 2.00ms | 4.00ms | 0.90 | 1.25 | yes |",
+		"| token | 0 | 10000 | 4.50ms | 9.00ms | 20000 | 0.50 | – | – | **NO** |",
+		"## Freshness (demo size)",
+		"| 100000 collections | tick + cycle (POST /admin/ingest) | 30.00s | 40.00s | 1.33 | 0.33 |",
+		"| 100000 collections | 1000 | 1.00s | 1000 | 1500 | 0.67 | yes |",
+		"BenchmarkX-2",
+	} {
+		assert.Contains(t, out, s)
+	}
+	assert.False(t, strings.Contains(out, "QUICK"), "a full run is not labelled quick")
+}
