@@ -120,7 +120,7 @@ func (m *market) coll(c int) coll {
 	case EdgeNoContract, EdgeChainMissing:
 		k.tokens = 0
 	case EdgeChainUnknown:
-		k.tokens = 5
+		k.tokens, k.ratio = 5, 1
 	case EdgeNoListings:
 		k.ratio = 0
 	case EdgeManyListings:

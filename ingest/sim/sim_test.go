@@ -58,11 +58,11 @@ var endpoints = []string{
 }
 
 func TestDeterminism(t *testing.T) {
-	opts := sim.Options{Seed: 42, Collections: 40, Anchor: anchor}
+	opts := sim.Options{Seed: 42, Collections: 20, TokensPerCollection: 40, Anchor: anchor}
 	a, b := sim.New(opts), sim.New(opts)
 	ua, ub := MustServe(t, a), MustServe(t, b)
-	other := MustServe(t, sim.New(sim.Options{Seed: 43, Collections: 40, Anchor: anchor}))
-	for tick := 0; tick < 4; tick++ {
+	other := MustServe(t, sim.New(sim.Options{Seed: 43, Collections: 20, TokensPerCollection: 40, Anchor: anchor}))
+	for tick := 0; tick < 3; tick++ {
 		for _, ep := range endpoints {
 			sa, ba := get(t, ua+ep)
 			sb, bb := get(t, ub+ep)

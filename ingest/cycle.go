@@ -1,0 +1,657 @@
+package ingest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"hash/fnv"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/marketd/marketd/ingest/source"
+	"github.com/marketd/marketd/readmodel"
+)
+
+// cycle is one run's working state. Its pending maps are recorded on the
+// Ingest only after a successful Flush.
+type cycle struct {
+	in    *Ingest
+	start time.Time
+	ns    string
+	known map[string]bool // collections of this cycle; nil = unknown
+	colls []collInfo
+
+	pubMu sync.Mutex // serializes Publish calls
+
+	mu         sync.Mutex // guards everything below
+	sum        Summary
+	hashes     map[string][16]byte
+	attempted  []string
+	status     map[string]statusState
+	newColls   []collInfo
+	collsOK    bool
+	tokWM      string
+	tokOK      bool
+	buckets    map[string]int
+	salesAt    string
+	salesMoved bool
+	pubErr     error
+}
+
+func (in *Ingest) run(ctx context.Context, set map[readmodel.Source]bool) (Summary, error) {
+	in.cycleMu.Lock()
+	defer in.cycleMu.Unlock()
+	start := in.now().UTC()
+	c := &cycle{in: in, start: start, ns: strconv.FormatInt(start.UnixNano(), 10),
+		sum:    Summary{Start: start, Sources: map[string]*SourceSummary{}},
+		hashes: map[string][16]byte{}, status: map[string]statusState{}, buckets: map[string]int{}}
+	if err := ctx.Err(); err != nil {
+		return c.sum, readmodel.Wrap(readmodel.Internal, err, "ingest: cycle not started")
+	}
+	if in.colls == nil {
+		set[readmodel.SourceCollectionIndex] = true // the list drives the rest
+	}
+	var wg sync.WaitGroup
+	goIf := func(s readmodel.Source, f func(context.Context)) {
+		if set[s] {
+			wg.Add(1)
+			go func() { defer wg.Done(); f(ctx) }()
+		}
+	}
+	goIf(readmodel.SourceCollectionIndex, c.pollCollections)
+	goIf(readmodel.SourcePriceFeed, c.pollRates)
+	wg.Wait()
+	c.colls = in.colls
+	if c.collsOK {
+		c.colls = c.newColls
+	}
+	if c.colls != nil {
+		c.known = make(map[string]bool, len(c.colls))
+		for _, ci := range c.colls {
+			c.known[ci.id] = true
+		}
+	}
+	goIf(readmodel.SourceOrderBook, func(ctx context.Context) { c.pollListings(ctx, readmodel.SourceOrderBook) })
+	goIf(readmodel.SourceIndexerMirror, func(ctx context.Context) { c.pollListings(ctx, readmodel.SourceIndexerMirror) })
+	goIf(readmodel.SourceIndexerMirror, c.pollTokens)
+	goIf(readmodel.SourceIndexerStats, c.pollStats)
+	goIf(readmodel.SourceAnalytics, c.pollAnalytics)
+	goIf(readmodel.SourceSales, c.pollSales)
+	wg.Wait()
+
+	if c.pubErr != nil {
+		in.forget(c.attempted)
+		return c.sum, readmodel.Wrap(readmodel.Internal, c.pubErr, "ingest: publish failed")
+	}
+	pos, err := in.pub.Flush(ctx)
+	if err != nil {
+		in.forget(c.attempted)
+		return c.sum, readmodel.Wrap(readmodel.Internal, err, "ingest: flush failed")
+	}
+	for k, h := range c.hashes {
+		in.hashes[k] = h
+	}
+	for k, s := range c.status {
+		in.status[k] = s
+	}
+	for k, n := range c.buckets {
+		in.buckets[k] = n
+	}
+	if c.collsOK {
+		in.colls = c.newColls
+	}
+	if c.tokOK {
+		in.tokWM = c.tokWM
+	}
+	if c.salesMoved {
+		in.salesAt = c.salesAt
+	}
+	c.sum.End = in.now().UTC()
+	c.sum.Position = pos
+	in.stats.add(&c.sum)
+	return c.sum, nil
+}
+
+// forget drops the recorded hashes of subjects whose publish may or may
+// not have reached the bus, so the next cycle publishes them again.
+func (in *Ingest) forget(keys []string) {
+	for _, k := range keys {
+		delete(in.hashes, k)
+	}
+}
+
+func (c *cycle) src(key string) *SourceSummary {
+	s := c.sum.Sources[key]
+	if s == nil {
+		s = &SourceSummary{}
+		c.sum.Sources[key] = s
+	}
+	return s
+}
+
+func (c *cycle) reject(key string, err error, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.src(key)
+	if s.Rejected == nil {
+		s.Rejected = map[string]int{}
+	}
+	s.Rejected[string(readmodel.ReasonOf(err))] += n
+}
+
+func (c *cycle) accept(key string, n int) {
+	c.mu.Lock()
+	c.src(key).RowsAccepted += n
+	c.mu.Unlock()
+}
+
+// pollDone records a poll's outcome. It reports false when the cycle
+// already failed to publish (then nothing more should be published).
+func (c *cycle) pollDone(key string, err error) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pubErr != nil {
+		return false
+	}
+	s := c.src(key)
+	if err != nil {
+		s.PollsFailed++
+		s.ErrorClass = source.ErrorClass(err)
+	} else {
+		s.PollsOK++
+	}
+	return true
+}
+
+func (c *cycle) failed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pubErr != nil
+}
+
+func subject(m *readmodel.Message) string {
+	return string(m.Kind) + "/" + string(m.Source) + "/" + m.CollectionID + "/" + strconv.FormatUint(uint64(m.Bucket), 10)
+}
+
+func contentHash(v any) [16]byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte(err.Error())
+	}
+	s := sha256.Sum256(b)
+	var h [16]byte
+	copy(h[:], s[:16])
+	return h
+}
+
+// offer publishes msg unless its content (hashed from hashed) equals the
+// last flushed publish of its subject.
+func (c *cycle) offer(ctx context.Context, key string, msg *readmodel.Message, hashed any) error {
+	subj := subject(msg)
+	h := contentHash(hashed)
+	if old, ok := c.in.hashes[subj]; ok && old == h {
+		c.mu.Lock()
+		c.src(key).Unchanged++
+		c.sum.Unchanged++
+		c.mu.Unlock()
+		return nil
+	}
+	return c.publish(ctx, key, msg, subj, &h)
+}
+
+// publish sends msg with its ID and observation time set.
+func (c *cycle) publish(ctx context.Context, key string, msg *readmodel.Message, subj string, h *[16]byte) error {
+	msg.ID = c.ns + "/" + string(msg.Kind) + "/" + string(msg.Source) + "/" + msg.CollectionID + "/" + strconv.FormatUint(uint64(msg.Bucket), 10)
+	msg.ObservedAt = c.start
+	c.mu.Lock()
+	if c.pubErr != nil {
+		err := c.pubErr
+		c.mu.Unlock()
+		return err
+	}
+	if h != nil {
+		c.attempted = append(c.attempted, subj)
+	}
+	c.mu.Unlock()
+	c.pubMu.Lock()
+	err := c.in.pub.Publish(ctx, msg)
+	c.pubMu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		if c.pubErr == nil {
+			c.pubErr = err
+		}
+		return err
+	}
+	if h != nil {
+		c.hashes[subj] = *h
+	}
+	c.src(key).Published++
+	c.sum.Published++
+	return nil
+}
+
+// setStatus records the poll outcome of (src, coll) and publishes it on the
+// first cycle after start and whenever (ok, errorClass) changes.
+func (c *cycle) setStatus(ctx context.Context, src readmodel.Source, coll string, pollErr error) error {
+	key := string(src) + "|" + coll
+	prev, had := c.in.status[key]
+	st := statusState{ok: pollErr == nil, class: source.ErrorClass(pollErr)}
+	if st.ok {
+		st.lastGoodAt = c.start
+	} else {
+		st.lastGoodAt = prev.lastGoodAt
+		st.failingSince = c.start
+		if had && !prev.ok {
+			st.failingSince = prev.failingSince
+		}
+	}
+	c.mu.Lock()
+	c.status[key] = st
+	c.mu.Unlock()
+	if had && prev.ok == st.ok && prev.class == st.class {
+		return nil
+	}
+	msg := &readmodel.Message{Kind: readmodel.KindStatus, Source: src, CollectionID: coll, Status: &readmodel.PollStatus{
+		OK: st.ok, ErrorClass: st.class, LastGoodAt: st.lastGoodAt, FailingSince: st.failingSince}}
+	return c.publish(ctx, string(src), msg, "", nil)
+}
+
+func (c *cycle) pollCollections(ctx context.Context) {
+	src := readmodel.SourceCollectionIndex
+	key := string(src)
+	var list []collInfo
+	seen := map[string]bool{}
+	err := c.in.clients[src].Collections(ctx, c.in.cfg.PageLimit, func(items []json.RawMessage) error {
+		for _, raw := range items {
+			var rc readmodel.RawCollection
+			if err := source.DecodeRow(raw, &rc); err != nil {
+				c.reject(key, err, 1)
+				continue
+			}
+			d, err := readmodel.NormalizeCollection(rc)
+			if err != nil {
+				c.reject(key, err, 1)
+				continue
+			}
+			if seen[d.ID] {
+				c.reject(key, &readmodel.RejectError{Reason: readmodel.RejectBadField, Field: "id", Detail: "duplicate"}, 1)
+				continue
+			}
+			seen[d.ID] = true
+			c.accept(key, 1)
+			list = append(list, collInfo{id: d.ID, hasContract: d.ContractAddress != ""})
+			msg := &readmodel.Message{Kind: readmodel.KindCollection, Source: src, CollectionID: d.ID, Collection: &d}
+			if err := c.offer(ctx, key, msg, &d); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if !c.pollDone(key, err) {
+		return
+	}
+	if err == nil {
+		c.mu.Lock()
+		c.newColls, c.collsOK = list, true
+		if c.newColls == nil {
+			c.newColls = []collInfo{}
+		}
+		c.mu.Unlock()
+	}
+	_ = c.setStatus(ctx, src, "", err)
+}
+
+func (c *cycle) pollRates(ctx context.Context) {
+	src := readmodel.SourcePriceFeed
+	key := string(src)
+	rates, bad, err := c.in.clients[src].Rates(ctx)
+	if err == nil {
+		norm, rejected := readmodel.NormalizeRates(rates)
+		if n := len(bad) + len(rejected); n > 0 {
+			c.reject(key, &readmodel.RejectError{Reason: readmodel.RejectBadPrice, Field: "rates"}, n)
+		}
+		c.accept(key, len(norm))
+		msg := &readmodel.Message{Kind: readmodel.KindRates, Source: src, Rates: norm}
+		if perr := c.offer(ctx, key, msg, norm); perr != nil {
+			return
+		}
+	}
+	if !c.pollDone(key, err) {
+		return
+	}
+	_ = c.setStatus(ctx, src, "", err)
+}
+
+// groupID validates a group's collection id against this cycle's list;
+// n rows are rejected with the reason when it fails.
+func (c *cycle) groupID(key, raw string, n int) (string, bool) {
+	id, err := readmodel.NormalizeCollectionID(raw)
+	if err != nil {
+		c.reject(key, err, max(n, 1))
+		return "", false
+	}
+	if c.known != nil && !c.known[id] {
+		c.reject(key, &readmodel.RejectError{Reason: readmodel.RejectUnknownCollect, Field: "collectionId"}, max(n, 1))
+		return "", false
+	}
+	return id, true
+}
+
+// finish publishes, for every listed collection the poll did not deliver,
+// either ok with emptyFn (complete poll) or a failure status.
+func (c *cycle) finish(ctx context.Context, src readmodel.Source, seen map[string]bool, pollErr error, emptyFn func(id string) error) {
+	for _, ci := range c.colls {
+		if seen[ci.id] {
+			continue
+		}
+		if pollErr == nil && emptyFn != nil {
+			if emptyFn(ci.id) != nil {
+				return
+			}
+		}
+		if c.setStatus(ctx, src, ci.id, pollErr) != nil {
+			return
+		}
+	}
+}
+
+func lessRaw(a, b string) int {
+	if len(a) != len(b) {
+		if len(a) < len(b) {
+			return -1
+		}
+		return 1
+	}
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func sortListings(rows []readmodel.ListingRow) {
+	sort.SliceStable(rows, func(i, j int) bool {
+		if d := lessRaw(rows[i].PriceRaw, rows[j].PriceRaw); d != 0 {
+			return d < 0
+		}
+		if rows[i].OrderID != rows[j].OrderID {
+			return rows[i].OrderID < rows[j].OrderID
+		}
+		return rows[i].AssetKey() < rows[j].AssetKey()
+	})
+}
+
+func (c *cycle) publishListings(ctx context.Context, src readmodel.Source, id string, rows []readmodel.ListingRow, pollTime time.Time) error {
+	hashed := rows
+	for i := range rows {
+		if rows[i].Timestamp.Equal(pollTime) {
+			// Stamped with the poll time: hash without it so the row does
+			// not republish every cycle.
+			hashed = append([]readmodel.ListingRow(nil), rows...)
+			for j := range hashed {
+				if hashed[j].Timestamp.Equal(pollTime) {
+					hashed[j].Timestamp = time.Time{}
+				}
+			}
+			break
+		}
+	}
+	msg := &readmodel.Message{Kind: readmodel.KindListings, Source: src, CollectionID: id, Listings: rows}
+	return c.offer(ctx, string(src), msg, hashed)
+}
+
+func (c *cycle) pollListings(ctx context.Context, src readmodel.Source) {
+	key := string(src)
+	keep := readmodel.OrderBookMax
+	if src == readmodel.SourceIndexerMirror {
+		keep = MirrorKeep
+	}
+	seen := map[string]bool{}
+	err := c.in.clients[src].Listings(ctx, c.in.cfg.PageLimit, func(groups []source.RawGroup) error {
+		now := c.in.now().UTC()
+		for _, g := range groups {
+			id, ok := c.groupID(key, g.CollectionID, len(g.Rows))
+			if !ok || seen[id] {
+				continue
+			}
+			seen[id] = true
+			rows := make([]readmodel.ListingRow, 0, len(g.Rows))
+			for _, raw := range g.Rows {
+				var rl readmodel.RawListing
+				if err := source.DecodeRow(raw, &rl); err != nil {
+					c.reject(key, err, 1)
+					continue
+				}
+				r, err := readmodel.NormalizeListing(src, rl, now)
+				if err != nil {
+					c.reject(key, err, 1)
+					continue
+				}
+				r.CollectionID = id
+				rows = append(rows, r)
+			}
+			sortListings(rows)
+			if len(rows) > keep {
+				rows = rows[:keep]
+			}
+			c.accept(key, len(rows))
+			if err := c.publishListings(ctx, src, id, rows, now); err != nil {
+				return err
+			}
+			if err := c.setStatus(ctx, src, id, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if !c.pollDone(key, err) {
+		return
+	}
+	now := c.in.now().UTC()
+	c.finish(ctx, src, seen, err, func(id string) error { return c.publishListings(ctx, src, id, nil, now) })
+}
+
+// BucketCount is how many token buckets a collection of n tokens uses: a
+// power of two keeping buckets near 128 tokens (at most about 256).
+func BucketCount(n int) int {
+	b := 1
+	for b*128 < n {
+		b *= 2
+	}
+	return b
+}
+
+// TokenBucket is the stable bucket of a token key (readmodel.TokenKey)
+// among n buckets.
+func TokenBucket(tokenKey string, n int) uint32 {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(tokenKey))
+	return h.Sum32() % uint32(max(n, 1))
+}
+
+func (c *cycle) pollTokens(ctx context.Context) {
+	src := readmodel.SourceIndexerMirror
+	key := TokensPoll
+	wm, err := c.in.clients[src].Tokens(ctx, c.in.tokWM, c.in.cfg.PageLimit, func(groups []source.RawGroup) error {
+		now := c.in.now().UTC()
+		for _, g := range groups {
+			id, ok := c.groupID(key, g.CollectionID, len(g.Rows))
+			if !ok {
+				continue
+			}
+			docs := make([]readmodel.TokenDoc, 0, len(g.Rows))
+			for _, raw := range g.Rows {
+				var rt readmodel.RawToken
+				if err := source.DecodeRow(raw, &rt); err != nil {
+					c.reject(key, err, 1)
+					continue
+				}
+				d, err := readmodel.NormalizeToken(rt, now)
+				if err != nil {
+					c.reject(key, err, 1)
+					continue
+				}
+				d.CollectionID = id
+				if d.Overlay != nil {
+					d.Overlay.CollectionID = id
+				}
+				docs = append(docs, d)
+			}
+			c.accept(key, len(docs))
+			nb := BucketCount(len(docs))
+			buckets := make([][]readmodel.TokenDoc, nb)
+			for _, d := range docs {
+				b := TokenBucket(readmodel.TokenKey(d.Chain, d.ContractAddress, d.TokenID), nb)
+				buckets[b] = append(buckets[b], d)
+			}
+			prev := c.in.buckets[id]
+			for b := 0; b < max(nb, prev); b++ {
+				var toks []readmodel.TokenDoc
+				if b < nb {
+					toks = buckets[b]
+					sort.Slice(toks, func(i, j int) bool { return toks[i].TokenID < toks[j].TokenID })
+				}
+				msg := &readmodel.Message{Kind: readmodel.KindTokens, Source: src, CollectionID: id, Bucket: uint32(b), Tokens: toks}
+				if err := c.offer(ctx, key, msg, toks); err != nil {
+					return err
+				}
+			}
+			c.mu.Lock()
+			c.buckets[id] = nb
+			c.mu.Unlock()
+		}
+		return nil
+	})
+	if !c.pollDone(key, err) {
+		return
+	}
+	if err == nil {
+		c.mu.Lock()
+		c.tokWM, c.tokOK = wm, true
+		c.mu.Unlock()
+	}
+}
+
+// pollFlat polls a flat per-collection endpoint (indexer-stats, analytics).
+func (c *cycle) pollFlat(ctx context.Context, src readmodel.Source,
+	walk func(context.Context, int, func([]json.RawMessage) error) error,
+	build func(raw json.RawMessage) (string, *readmodel.Message, any, error)) {
+	key := string(src)
+	seen := map[string]bool{}
+	err := walk(ctx, c.in.cfg.PageLimit, func(items []json.RawMessage) error {
+		for _, raw := range items {
+			rawID, msg, hashed, err := build(raw)
+			if err != nil {
+				c.reject(key, err, 1)
+				continue
+			}
+			id, ok := c.groupID(key, rawID, 1)
+			if !ok || seen[id] {
+				continue
+			}
+			seen[id] = true
+			c.accept(key, 1)
+			msg.Source, msg.CollectionID = src, id
+			if err := c.offer(ctx, key, msg, hashed); err != nil {
+				return err
+			}
+			if err := c.setStatus(ctx, src, id, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if !c.pollDone(key, err) {
+		return
+	}
+	c.finish(ctx, src, seen, err, nil)
+}
+
+func (c *cycle) pollStats(ctx context.Context) {
+	c.pollFlat(ctx, readmodel.SourceIndexerStats, c.in.clients[readmodel.SourceIndexerStats].Stats,
+		func(raw json.RawMessage) (string, *readmodel.Message, any, error) {
+			var rs readmodel.RawStats
+			if err := source.DecodeRow(raw, &rs); err != nil {
+				return "", nil, nil, err
+			}
+			id, st, err := readmodel.NormalizeStats(rs)
+			if err != nil {
+				return "", nil, nil, err
+			}
+			return id, &readmodel.Message{Kind: readmodel.KindStats, Stats: &st}, &st, nil
+		})
+}
+
+func (c *cycle) pollAnalytics(ctx context.Context) {
+	c.pollFlat(ctx, readmodel.SourceAnalytics, c.in.clients[readmodel.SourceAnalytics].Analytics,
+		func(raw json.RawMessage) (string, *readmodel.Message, any, error) {
+			var ra readmodel.RawAnalytics
+			if err := source.DecodeRow(raw, &ra); err != nil {
+				return "", nil, nil, err
+			}
+			id, a, err := readmodel.NormalizeAnalytics(ra)
+			if err != nil {
+				return "", nil, nil, err
+			}
+			return id, &readmodel.Message{Kind: readmodel.KindAnalytics, Analytics: &a}, &a, nil
+		})
+}
+
+func (c *cycle) pollSales(ctx context.Context) {
+	src := readmodel.SourceSales
+	key := string(src)
+	batch := uint32(0)
+	next, err := c.in.clients[src].Sales(ctx, c.in.salesAt, c.in.cfg.PageLimit, func(items []json.RawMessage, _ string) error {
+		by := map[string][]readmodel.SaleRow{}
+		var order []string
+		for _, raw := range items {
+			var rs readmodel.RawSale
+			if err := source.DecodeRow(raw, &rs); err != nil {
+				c.reject(key, err, 1)
+				continue
+			}
+			s, err := readmodel.NormalizeSale(rs)
+			if err != nil {
+				c.reject(key, err, 1)
+				continue
+			}
+			if c.known != nil && !c.known[s.CollectionID] {
+				c.reject(key, &readmodel.RejectError{Reason: readmodel.RejectUnknownCollect, Field: "collectionId"}, 1)
+				continue
+			}
+			if _, ok := by[s.CollectionID]; !ok {
+				order = append(order, s.CollectionID)
+			}
+			by[s.CollectionID] = append(by[s.CollectionID], s)
+		}
+		for _, id := range order {
+			rows := by[id]
+			c.accept(key, len(rows))
+			for len(rows) > 0 {
+				n := min(len(rows), SalesBatch)
+				batch++
+				msg := &readmodel.Message{Kind: readmodel.KindSales, Source: src, CollectionID: id, Bucket: batch, Sales: rows[:n]}
+				if err := c.publish(ctx, key, msg, "", nil); err != nil {
+					return err
+				}
+				rows = rows[n:]
+			}
+		}
+		return nil
+	})
+	if !c.pollDone(key, err) {
+		return
+	}
+	c.mu.Lock()
+	if next != c.in.salesAt {
+		c.salesAt, c.salesMoved = next, true
+	}
+	c.mu.Unlock()
+	_ = c.setStatus(ctx, src, "", err)
+}

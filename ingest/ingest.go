@@ -1,0 +1,276 @@
+// Package ingest polls marketd's seven upstreams, normalizes their rows
+// (readmodel.Normalize*) and publishes only what changed as
+// readmodel.Messages through a Publisher (the bus). It imports readmodel
+// and its own adapters (ingest/source), never the bus, store or projector.
+//
+// A cycle polls collection-index and price-feed first (the collection list
+// drives the per-collection sources), then order-book, indexer-mirror
+// (listings and tokens), indexer-stats, analytics and sales concurrently,
+// each with its own per-request timeout; then it flushes the Publisher and
+// only then records what it published (content hashes, the token watermark
+// and the sales cursor), so a failed flush republishes next time.
+//
+// Publishing rules:
+//   - KindCollection, KindStats, KindAnalytics per collection; KindRates once;
+//     KindListings per (order-book | indexer-mirror, collection), replacing the
+//     set; KindTokens per (collection, bucket) (TokenBucket); KindSales in
+//     batches of at most SalesBatch new sales per collection.
+//   - Each state message is published only when its content hash differs
+//     from the last flushed publish of its subject. Listing rows whose
+//     timestamp defaulted to the poll time hash without it, so they do not
+//     republish every cycle. Hashes live in memory: after a restart
+//     everything is republished once.
+//   - KindStatus per (source, collection), CollectionID "" for source-wide
+//     polls (collection-index, price-feed, sales): published on the first
+//     cycle after start and whenever (ok, errorClass) changes.
+//   - A failed poll (5xx, timeout, invalid JSON, transport) publishes
+//     Status{OK: false} for every collection it did not deliver and no rows
+//     for them, so their last good rows stay on the bus. Token polls publish
+//     no status (the token endpoint has no staleness signal).
+//
+// Trimming keeps every message far below 1 MB: order-book keeps the cheapest
+// readmodel.OrderBookMax rows per collection, indexer-mirror the cheapest
+// readmodel.ListingsCeiling + readmodel.OrderBookMax (so native collisions
+// cannot starve the 250-window). Expired and inactive rows are dropped at
+// normalization relative to the poll time; rows with neither a creation
+// nor an update time are stamped with the poll time.
+//
+// Rejected rows are counted by source and reason (readmodel.RejectReason;
+// "expired" and "inactive" are drops, not garbage) in the cycle Summary and
+// the cumulative Stats; they are never logged one by one.
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	"github.com/rs/zerolog"
+
+	"github.com/marketd/marketd/ingest/source"
+	"github.com/marketd/marketd/readmodel"
+)
+
+// Publisher is the bus as ingest needs it. Implementations must be safe for
+// use from one goroutine at a time (Ingest serializes its calls).
+type Publisher interface {
+	// Publish sends msg; it is durable only once a later Flush returns nil.
+	Publish(ctx context.Context, msg *readmodel.Message) error
+	// Flush waits until every message published so far is acknowledged and returns the
+	// highest acknowledged Position (state and sales stream sequences).
+	Flush(ctx context.Context) (readmodel.Position, error)
+}
+
+// SourceConfig configures one upstream.
+type SourceConfig struct {
+	BaseURL  string        // e.g. http://127.0.0.1:8090/order-book
+	Interval time.Duration // cron period; 0 = DefaultInterval
+	Timeout  time.Duration // per request (each page); 0 = DefaultTimeout
+}
+
+// Defaults for zero-valued settings.
+const (
+	DefaultInterval  = 2 * time.Minute
+	DefaultTimeout   = 30 * time.Second
+	DefaultPageLimit = 5000
+	// SalesBatch bounds the sales in one KindSales message.
+	SalesBatch = 500
+	// MirrorKeep is how many of the cheapest mirror rows are kept per collection.
+	MirrorKeep = readmodel.ListingsCeiling + readmodel.OrderBookMax
+)
+
+// Config configures Ingest.
+type Config struct {
+	Sources map[readmodel.Source]SourceConfig // every one of the 7 sources
+	Now     func() time.Time                  // injected clock; nil = time.Now
+	// HTTPClient is used for every upstream; nil = a default client.
+	HTTPClient *http.Client
+	// PageLimit is the rows asked per upstream page; 0 = DefaultPageLimit.
+	PageLimit int
+}
+
+// Ingest runs ingest cycles. RunCycle, Open, Close and Stats are safe for
+// concurrent use; cycles never interleave.
+type Ingest struct {
+	cfg     Config
+	pub     Publisher
+	log     zerolog.Logger
+	now     func() time.Time
+	clients map[readmodel.Source]*source.Client
+
+	cycleMu sync.Mutex // held for a whole cycle; guards the fields below
+	hashes  map[string][16]byte
+	status  map[string]statusState
+	colls   []collInfo // last good collection list; nil = never loaded
+	known   map[string]bool
+	tokWM   string
+	buckets map[string]int
+	salesAt string
+
+	stats statsCounter
+
+	runMu  sync.Mutex
+	cron   *cron.Cron
+	runCtx context.Context
+	cancel context.CancelFunc
+}
+
+type collInfo struct {
+	id          string
+	hasContract bool
+}
+
+type statusState struct {
+	ok           bool
+	class        string
+	lastGoodAt   time.Time
+	failingSince time.Time
+}
+
+// New validates cfg and returns an Ingest that has not started. It returns
+// a *readmodel.Error (code internal) when a source is missing or its base
+// URL is not an absolute http(s) URL.
+func New(cfg Config, pub Publisher, log zerolog.Logger) (*Ingest, error) {
+	if pub == nil {
+		return nil, readmodel.Errorf(readmodel.Internal, "ingest: nil publisher")
+	}
+	in := &Ingest{cfg: cfg, pub: pub, log: log.With().Str("component", "ingest").Logger(), now: cfg.Now,
+		clients: map[readmodel.Source]*source.Client{}, hashes: map[string][16]byte{},
+		status: map[string]statusState{}, buckets: map[string]int{}}
+	if in.now == nil {
+		in.now = time.Now
+	}
+	if in.cfg.PageLimit <= 0 {
+		in.cfg.PageLimit = DefaultPageLimit
+	}
+	srcs := map[readmodel.Source]SourceConfig{}
+	for _, s := range readmodel.Sources {
+		sc, ok := cfg.Sources[s]
+		if !ok {
+			return nil, readmodel.Errorf(readmodel.Internal, "ingest: source %s is not configured", s)
+		}
+		u, err := url.Parse(sc.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, readmodel.Errorf(readmodel.Internal, "ingest: source %s: base URL %q is not an absolute http(s) URL", s, sc.BaseURL)
+		}
+		if sc.Interval <= 0 {
+			sc.Interval = DefaultInterval
+		}
+		if sc.Timeout <= 0 {
+			sc.Timeout = DefaultTimeout
+		}
+		srcs[s] = sc
+		in.clients[s] = source.NewClient(s, sc.BaseURL, sc.Timeout, cfg.HTTPClient)
+	}
+	for s := range cfg.Sources {
+		if _, ok := readmodel.ParseSource(string(s)); !ok {
+			return nil, readmodel.Errorf(readmodel.Internal, "ingest: unknown source %q", s)
+		}
+	}
+	in.cfg.Sources = srcs
+	return in, nil
+}
+
+// Open starts the cron schedule: sources that share an interval are polled
+// together, each group on its own "@every" period. It does not run a cycle
+// itself. Calling Open twice is a no-op.
+func (in *Ingest) Open(ctx context.Context) error {
+	in.runMu.Lock()
+	defer in.runMu.Unlock()
+	if in.cron != nil {
+		return nil
+	}
+	in.runCtx, in.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	c := cron.New(cron.WithChain(cron.SkipIfStillRunning(cron.DiscardLogger)))
+	groups := map[time.Duration][]readmodel.Source{}
+	for _, s := range readmodel.Sources {
+		iv := in.cfg.Sources[s].Interval
+		groups[iv] = append(groups[iv], s)
+	}
+	ivs := make([]time.Duration, 0, len(groups))
+	for iv := range groups {
+		ivs = append(ivs, iv)
+	}
+	sort.Slice(ivs, func(i, j int) bool { return ivs[i] < ivs[j] })
+	for _, iv := range ivs {
+		srcs := groups[iv]
+		if _, err := c.AddFunc(fmt.Sprintf("@every %s", iv), func() { in.scheduled(srcs) }); err != nil {
+			in.cancel()
+			return readmodel.Wrap(readmodel.Internal, err, "ingest: schedule")
+		}
+	}
+	c.Start()
+	in.cron = c
+	return nil
+}
+
+// scheduled is the top of the cron loop: it polls srcs and logs the outcome.
+func (in *Ingest) scheduled(srcs []readmodel.Source) {
+	set := map[readmodel.Source]bool{}
+	for _, s := range srcs {
+		set[s] = true
+	}
+	sum, err := in.run(in.runCtx, set)
+	if err != nil {
+		if in.runCtx.Err() == nil {
+			in.log.Error().Err(err).Msg("ingest cycle failed")
+		}
+		return
+	}
+	ev := in.log.Info()
+	for name, s := range sum.Sources {
+		if s.PollsFailed > 0 {
+			ev = in.log.Warn()
+			in.log.Warn().Str("source", name).Str("errorClass", s.ErrorClass).Msg("upstream poll failed")
+		}
+	}
+	ev.Int("published", sum.Published).Int("unchanged", sum.Unchanged).
+		Dur("took", sum.End.Sub(sum.Start)).Uint64("stateSeq", sum.Position.State).Msg("ingest cycle")
+}
+
+// Close stops the schedule, cancels a scheduled cycle in flight and waits
+// for any running cycle (scheduled or RunCycle) to end, or for ctx.
+func (in *Ingest) Close(ctx context.Context) error {
+	in.runMu.Lock()
+	c, cancel := in.cron, in.cancel
+	in.cron = nil
+	in.runMu.Unlock()
+	if c == nil {
+		return nil
+	}
+	cancel()
+	select {
+	case <-c.Stop().Done():
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	done := make(chan struct{})
+	go func() { in.cycleMu.Lock(); in.cycleMu.Unlock(); close(done) }() // waits for a RunCycle in flight
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// RunCycle polls every source now and returns after the Publisher's Flush.
+// Upstream failures are not errors: they are in the Summary and published
+// as statuses. The error is non-nil only when publishing or flushing
+// failed or ctx ended; then nothing of the cycle is recorded as published
+// and the next cycle publishes it again.
+func (in *Ingest) RunCycle(ctx context.Context) (Summary, error) {
+	all := map[readmodel.Source]bool{}
+	for _, s := range readmodel.Sources {
+		all[s] = true
+	}
+	return in.run(ctx, all)
+}
+
+// Stats returns a copy of the cumulative counters.
+func (in *Ingest) Stats() Stats { return in.stats.snapshot() }

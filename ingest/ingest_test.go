@@ -1,0 +1,504 @@
+package ingest_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/marketd/marketd/ingest"
+	"github.com/marketd/marketd/ingest/sim"
+	"github.com/marketd/marketd/readmodel"
+)
+
+var anchor = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+// fakePub records what was published; Flush acknowledges everything.
+type fakePub struct {
+	mu        sync.Mutex
+	msgs      []*readmodel.Message
+	flushed   int
+	failFlush int // fail this many Flush calls
+	inFlight  int // Publish calls running at once (must stay ≤ 1)
+	overlap   bool
+}
+
+func (p *fakePub) Publish(_ context.Context, m *readmodel.Message) error {
+	p.mu.Lock()
+	p.inFlight++
+	if p.inFlight > 1 {
+		p.overlap = true
+	}
+	cp := *m
+	p.msgs = append(p.msgs, &cp)
+	p.inFlight--
+	p.mu.Unlock()
+	return nil
+}
+
+func (p *fakePub) Flush(context.Context) (readmodel.Position, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.failFlush > 0 {
+		p.failFlush--
+		return readmodel.Position{}, errors.New("nats: timeout")
+	}
+	p.flushed = len(p.msgs)
+	return readmodel.Position{State: uint64(len(p.msgs)), Sales: 7}, nil
+}
+
+// take returns and forgets the messages published so far.
+func (p *fakePub) take() []*readmodel.Message {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := p.msgs
+	p.msgs = nil
+	return out
+}
+
+type env struct {
+	sim  *sim.Sim
+	url  string
+	pub  *fakePub
+	in   *ingest.Ingest
+	now  time.Time
+	mu   sync.Mutex
+	edge map[string]string
+}
+
+func (e *env) clock() time.Time { e.mu.Lock(); defer e.mu.Unlock(); return e.now }
+
+// MustEnv starts a simulator behind an httptest server (wrapped by
+// override when given) and an Ingest reading it; both close at cleanup.
+func MustEnv(t *testing.T, override func(sim http.Handler) http.Handler) *env {
+	t.Helper()
+	s := sim.New(sim.Options{Seed: 9, Collections: 20, TokensPerCollection: 60, Anchor: anchor})
+	h := s.Handler()
+	if override != nil {
+		h = override(h)
+	}
+	srv := httptest.NewServer(h)
+	e := &env{sim: s, url: srv.URL, pub: &fakePub{}, now: anchor.Add(10 * time.Second), edge: s.EdgeCases()}
+	cfg := ingest.Config{Sources: map[readmodel.Source]ingest.SourceConfig{}, Now: e.clock, PageLimit: 300}
+	for _, src := range readmodel.Sources {
+		cfg.Sources[src] = ingest.SourceConfig{BaseURL: srv.URL + "/" + string(src), Timeout: 2 * time.Second}
+	}
+	// The timeout fault holds requests until the client gives up.
+	cfg.Sources[readmodel.SourceAnalytics] = ingest.SourceConfig{BaseURL: srv.URL + "/analytics", Timeout: time.Second}
+	in, err := ingest.New(cfg, e.pub, zerolog.Nop())
+	require.NoError(t, err)
+	e.in = in
+	t.Cleanup(func() {
+		require.NoError(t, in.Close(context.Background()))
+		require.NoError(t, s.Close(context.Background()))
+		srv.Close()
+	})
+	return e
+}
+
+func (e *env) fault(t *testing.T, src readmodel.Source, mode string) {
+	t.Helper()
+	resp, err := http.Post(e.url+"/_sim/faults", "application/json", strings.NewReader(`{"source":"`+string(src)+`","mode":"`+mode+`"}`))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+func byKind(msgs []*readmodel.Message, k readmodel.Kind) []*readmodel.Message {
+	var out []*readmodel.Message
+	for _, m := range msgs {
+		if m.Kind == k {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func find(msgs []*readmodel.Message, k readmodel.Kind, src readmodel.Source, coll string) *readmodel.Message {
+	for _, m := range msgs {
+		if m.Kind == k && m.Source == src && m.CollectionID == coll {
+			return m
+		}
+	}
+	return nil
+}
+
+func TestRunCycleFirstPublishesEverything(t *testing.T) {
+	e := MustEnv(t, nil)
+	sum, err := e.in.RunCycle(context.Background())
+	require.NoError(t, err)
+	msgs := e.pub.take()
+
+	assert.Equal(t, uint64(len(msgs)), sum.Position.State, "summary carries the flushed position")
+	assert.Equal(t, len(msgs), sum.Published)
+	for _, src := range readmodel.Sources {
+		require.Contains(t, sum.Sources, string(src))
+		assert.Equal(t, 1, sum.Sources[string(src)].PollsOK, "%s", src)
+	}
+	assert.Len(t, byKind(msgs, readmodel.KindCollection), 20)
+
+	// IDs: <cycle start ns>/<kind>/<source>/<collection>/<bucket>.
+	m := find(msgs, readmodel.KindListings, readmodel.SourceOrderBook, e.edge[sim.EdgeDualListed])
+	require.NotNil(t, m)
+	assert.Equal(t, strconv.FormatInt(e.now.UnixNano(), 10)+"/listings/order-book/"+m.CollectionID+"/0", m.ID)
+	assert.True(t, m.ObservedAt.Equal(e.now))
+
+	// Rates: no feed for MATIC and APE.
+	rates := byKind(msgs, readmodel.KindRates)
+	require.Len(t, rates, 1)
+	assert.Contains(t, rates[0].Rates, "SOL")
+	assert.NotContains(t, rates[0].Rates, "MATIC")
+	assert.NotContains(t, rates[0].Rates, "APE")
+
+	// Trimming: order-book ≤ 200, mirror ≤ 450, sorted by raw price.
+	many := e.edge[sim.EdgeManyListings]
+	ob := find(msgs, readmodel.KindListings, readmodel.SourceOrderBook, many)
+	mir := find(msgs, readmodel.KindListings, readmodel.SourceIndexerMirror, many)
+	require.NotNil(t, ob)
+	require.NotNil(t, mir)
+	assert.Len(t, ob.Listings, readmodel.OrderBookMax)
+	assert.LessOrEqual(t, len(mir.Listings), ingest.MirrorKeep)
+	assert.Greater(t, len(ob.Listings)+len(mir.Listings), 300)
+	for i := 1; i < len(ob.Listings); i++ {
+		a, b := ob.Listings[i-1].PriceRaw, ob.Listings[i].PriceRaw
+		assert.True(t, len(a) < len(b) || len(a) == len(b) && a <= b, "sorted by raw")
+	}
+
+	// A collection with no listings still gets an (empty) set and an ok status.
+	none := e.edge[sim.EdgeNoListings]
+	for _, src := range []readmodel.Source{readmodel.SourceOrderBook, readmodel.SourceIndexerMirror} {
+		l := find(msgs, readmodel.KindListings, src, none)
+		require.NotNil(t, l, "%s", src)
+		assert.Empty(t, l.Listings)
+	}
+
+	// Mirror: legacy brand prefix stripped; escrow never a seller.
+	for _, r := range find(msgs, readmodel.KindListings, readmodel.SourceIndexerMirror, e.edge[sim.EdgeLegacySolanaIDs]).Listings {
+		assert.False(t, strings.HasPrefix(r.OrderID, readmodel.LegacyOrderIDPrefix))
+		assert.NotEqual(t, sim.EscrowWallet, r.Seller)
+	}
+
+	// Every (source, collection) status is published once, plus source-wide ones.
+	statuses := byKind(msgs, readmodel.KindStatus)
+	perColl := map[readmodel.Source]int{}
+	for _, s := range statuses {
+		require.NotNil(t, s.Status)
+		assert.True(t, s.Status.OK)
+		assert.True(t, s.Status.LastGoodAt.Equal(e.now))
+		perColl[s.Source]++
+	}
+	for _, src := range []readmodel.Source{readmodel.SourceOrderBook, readmodel.SourceIndexerMirror, readmodel.SourceIndexerStats, readmodel.SourceAnalytics} {
+		assert.Equal(t, 20, perColl[src], "%s", src)
+	}
+	for _, src := range []readmodel.Source{readmodel.SourcePriceFeed, readmodel.SourceCollectionIndex, readmodel.SourceSales} {
+		require.NotNil(t, find(msgs, readmodel.KindStatus, src, ""), "%s", src)
+	}
+
+	// Rejections are counted by reason, not fatal.
+	assert.Positive(t, sum.Sources["sales"].Rejected["bad_price"], "uninterpretable sale prices")
+	assert.Positive(t, sum.Sources["order-book"].Rejected["unknown_chain"]+sum.Sources["indexer-mirror"].Rejected["unknown_chain"])
+
+	// Tokens: buckets of at most ~256, overlay and custody carried.
+	toks := byKind(msgs, readmodel.KindTokens)
+	require.NotEmpty(t, toks)
+	custody := 0
+	for _, m := range toks {
+		assert.LessOrEqual(t, len(m.Tokens), 256)
+		for _, d := range m.Tokens {
+			assert.Equal(t, m.CollectionID, d.CollectionID)
+			if d.InCustody && d.Overlay == nil {
+				custody++
+			}
+		}
+	}
+	assert.Positive(t, custody, "escrow tokens with no listing naming a seller")
+
+	// Sales: legacy rows keep their write time; batches bounded.
+	sales := byKind(msgs, readmodel.KindSales)
+	require.NotEmpty(t, sales)
+	legacy := 0
+	for _, m := range sales {
+		assert.LessOrEqual(t, len(m.Sales), ingest.SalesBatch)
+		for _, s := range m.Sales {
+			if s.Timestamp.Before(readmodel.SaleTimestampCutoff) {
+				legacy++
+			}
+		}
+	}
+	assert.Positive(t, legacy)
+
+	st := e.in.Stats()
+	assert.Equal(t, uint64(1), st.Cycles)
+	assert.Equal(t, uint64(1), st.Polls["order-book"]["ok"])
+	assert.Equal(t, uint64(sum.Sources["sales"].Rejected["bad_price"]), st.Rejected["sales"]["bad_price"])
+}
+
+func TestRunCyclePublishesOnlyChanges(t *testing.T) {
+	e := MustEnv(t, nil)
+	_, err := e.in.RunCycle(context.Background())
+	require.NoError(t, err)
+	first := e.pub.take()
+
+	sum, err := e.in.RunCycle(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, e.pub.take(), "nothing changed upstream")
+	assert.Zero(t, sum.Published)
+	assert.Positive(t, sum.Unchanged)
+
+	e.sim.Tick()
+	sum, err = e.in.RunCycle(context.Background())
+	require.NoError(t, err)
+	next := e.pub.take()
+	assert.NotEmpty(t, byKind(next, readmodel.KindListings), "the market moved")
+	assert.Less(t, len(byKind(next, readmodel.KindListings)), len(byKind(first, readmodel.KindListings)), "only changed subjects")
+	assert.Empty(t, byKind(next, readmodel.KindCollection), "documents did not change")
+	assert.Empty(t, byKind(next, readmodel.KindStatus), "statuses did not change")
+	assert.NotEmpty(t, byKind(next, readmodel.KindSales), "new sales only")
+	assert.Less(t, len(byKind(next, readmodel.KindTokens)), len(byKind(first, readmodel.KindTokens)))
+	assert.Positive(t, sum.Unchanged)
+}
+
+func TestFailedPollPublishesFailureStatus(t *testing.T) {
+	garbage := false
+	var gmu sync.Mutex
+	e := MustEnv(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			gmu.Lock()
+			g := garbage
+			gmu.Unlock()
+			if g && strings.HasPrefix(r.URL.Path, "/indexer-stats/") {
+				_, _ = w.Write([]byte(`{"items": [tru`))
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	_, err := e.in.RunCycle(context.Background())
+	require.NoError(t, err)
+	e.pub.take()
+	firstGood := e.now
+
+	e.fault(t, readmodel.SourceOrderBook, "error")
+	e.fault(t, readmodel.SourceAnalytics, "timeout")
+	gmu.Lock()
+	garbage = true
+	gmu.Unlock()
+	e.mu.Lock()
+	e.now = e.now.Add(time.Minute)
+	e.mu.Unlock()
+	e.sim.Tick()
+	sum, err := e.in.RunCycle(context.Background())
+	require.NoError(t, err, "upstream failures are not cycle errors")
+	msgs := e.pub.take()
+
+	tests := []struct {
+		name  string
+		src   readmodel.Source
+		kind  readmodel.Kind
+		class string
+	}{
+		{name: "HTTP 500", src: readmodel.SourceOrderBook, kind: readmodel.KindListings, class: "http_5xx"},
+		{name: "timeout", src: readmodel.SourceAnalytics, kind: readmodel.KindAnalytics, class: "timeout"},
+		{name: "invalid JSON", src: readmodel.SourceIndexerStats, kind: readmodel.KindStats, class: "bad_payload"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, 1, sum.Sources[string(tc.src)].PollsFailed)
+			assert.Equal(t, tc.class, sum.Sources[string(tc.src)].ErrorClass)
+			n := 0
+			for _, m := range msgs {
+				if m.Source != tc.src {
+					continue
+				}
+				assert.NotEqual(t, tc.kind, m.Kind, "no rows from a failed poll")
+				if m.Kind == readmodel.KindStatus {
+					n++
+					assert.False(t, m.Status.OK)
+					assert.Equal(t, tc.class, m.Status.ErrorClass)
+					assert.True(t, m.Status.LastGoodAt.Equal(firstGood))
+					assert.True(t, m.Status.FailingSince.Equal(e.now))
+				}
+			}
+			assert.Equal(t, 20, n, "a failure status per collection")
+			assert.Equal(t, uint64(1), e.in.Stats().Polls[string(tc.src)][tc.class])
+		})
+	}
+	assert.NotEmpty(t, byKind(msgs, readmodel.KindListings), "the mirror still publishes")
+
+	// Still failing: no status republished; recovery: ok statuses again.
+	_, err = e.in.RunCycle(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, byKind(e.pub.take(), readmodel.KindStatus))
+
+	resp, err := http.Post(e.url+"/_sim/faults/reset", "application/json", nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	gmu.Lock()
+	garbage = false
+	gmu.Unlock()
+	_, err = e.in.RunCycle(context.Background())
+	require.NoError(t, err)
+	msgs = e.pub.take()
+	ok := byKind(msgs, readmodel.KindStatus)
+	assert.Len(t, ok, 60)
+	for _, m := range ok {
+		assert.True(t, m.Status.OK)
+		assert.True(t, m.Status.FailingSince.IsZero())
+	}
+	assert.NotNil(t, find(msgs, readmodel.KindListings, readmodel.SourceOrderBook, e.edge[sim.EdgeMirrorLag]), "rows flow again")
+}
+
+func TestRowGarbageIsCountedNotFatal(t *testing.T) {
+	long := strings.Repeat("x", 300)
+	page := `{"items":[{"collectionId":"ethereum_0x00000000000000000000000000000000000000aa","rows":[
+		{"chain":"ethereum","contract":"0x00000000000000000000000000000000000000AA","tokenId":"1","price":"9007199254740993123","createdAt":"2026-11-01T00:00:00Z","orderId":"ok"},
+		{"chain":"ethereum","contract":"0x00AA","tokenId":"2","price":"1"},
+		{"chain":"ethereum","contract":"0x00000000000000000000000000000000000000aa","tokenId":"3","price":"-1"},
+		{"chain":"ethereum","contract":"0x00000000000000000000000000000000000000aa","tokenId":"4","price":1.5},
+		{"chain":"dogechain","contract":"0x00000000000000000000000000000000000000aa","tokenId":"5","price":"1"},
+		{"chain":"ethereum","contract":"0x00000000000000000000000000000000000000aa","tokenId":"6","price":"1","orderId":"` + long + `"},
+		{"chain":"ethereum","contract":"0x00000000000000000000000000000000000000aa","tokenId":"7","price":{"x":1}},
+		"not a row", 17, null
+	]}],"nextCursor":""}`
+	colls := `{"items":[{"id":"ethereum_0x00000000000000000000000000000000000000aa","chain":"ethereum","contract":"0x00000000000000000000000000000000000000aa"}],"nextCursor":""}`
+	e := MustEnv(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch r.URL.Path {
+			case "/order-book/listings":
+				_, _ = w.Write([]byte(page))
+			case "/collection-index/collections":
+				_, _ = w.Write([]byte(colls))
+			default:
+				h.ServeHTTP(w, r)
+			}
+		})
+	})
+	sum, err := e.in.RunCycle(context.Background())
+	require.NoError(t, err)
+	ob := sum.Sources["order-book"]
+	assert.Equal(t, 1, ob.PollsOK)
+	assert.Equal(t, 1, ob.RowsAccepted)
+	assert.Equal(t, map[string]int{"bad_address": 1, "bad_price": 3, "unknown_chain": 1, "oversized_field": 1, "bad_json": 3}, ob.Rejected)
+	m := find(e.pub.take(), readmodel.KindListings, readmodel.SourceOrderBook, "ethereum_0x00000000000000000000000000000000000000aa")
+	require.NotNil(t, m)
+	require.Len(t, m.Listings, 1)
+	assert.Equal(t, "9007199254740993123", m.Listings[0].PriceRaw)
+	assert.Positive(t, sum.Sources["indexer-mirror"].Rejected["unknown_collection"], "rows of collections outside the index")
+}
+
+func TestFlushFailureRepublishes(t *testing.T) {
+	e := MustEnv(t, nil)
+	e.pub.failFlush = 1
+	_, err := e.in.RunCycle(context.Background())
+	require.Error(t, err)
+	assert.Equal(t, readmodel.Internal, readmodel.ErrorCode(err))
+	first := e.pub.take()
+	require.NotEmpty(t, first)
+
+	sum, err := e.in.RunCycle(context.Background())
+	require.NoError(t, err)
+	again := e.pub.take()
+	assert.Len(t, byKind(again, readmodel.KindListings), len(byKind(first, readmodel.KindListings)), "unacknowledged state is published again")
+	assert.Len(t, byKind(again, readmodel.KindStatus), len(byKind(first, readmodel.KindStatus)))
+	assert.Len(t, byKind(again, readmodel.KindSales), len(byKind(first, readmodel.KindSales)), "the sales cursor did not move")
+	assert.Zero(t, sum.Unchanged)
+}
+
+func TestConcurrentCyclesSerialize(t *testing.T) {
+	e := MustEnv(t, nil)
+	var wg sync.WaitGroup
+	for i := 0; i < 3; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.sim.Tick()
+			_, err := e.in.RunCycle(context.Background())
+			assert.NoError(t, err)
+		}()
+	}
+	wg.Wait()
+	msgs := e.pub.take()
+	assert.False(t, e.pub.overlap)
+	// Messages of one cycle are contiguous: the ID prefix never comes back.
+	seen := map[string]bool{}
+	prev := ""
+	for _, m := range msgs {
+		p := strings.SplitN(m.ID, "/", 2)[0]
+		if p != prev {
+			assert.False(t, seen[p], "cycles interleaved")
+			seen[p] = true
+			prev = p
+		}
+	}
+}
+
+func TestOpenDoesNotRunACycle(t *testing.T) {
+	e := MustEnv(t, nil)
+	require.NoError(t, e.in.Open(context.Background()))
+	require.NoError(t, e.in.Open(context.Background()))
+	assert.Empty(t, e.pub.take())
+	require.NoError(t, e.in.Close(context.Background()))
+	require.NoError(t, e.in.Close(context.Background()))
+}
+
+func TestNewValidatesConfig(t *testing.T) {
+	good := func() ingest.Config {
+		c := ingest.Config{Sources: map[readmodel.Source]ingest.SourceConfig{}}
+		for _, s := range readmodel.Sources {
+			c.Sources[s] = ingest.SourceConfig{BaseURL: "http://127.0.0.1:1/" + string(s)}
+		}
+		return c
+	}
+	tests := []struct {
+		name string
+		mod  func(c *ingest.Config)
+		ok   bool
+	}{
+		{name: "complete", mod: func(*ingest.Config) {}, ok: true},
+		{name: "missing source", mod: func(c *ingest.Config) { delete(c.Sources, readmodel.SourceSales) }},
+		{name: "relative URL", mod: func(c *ingest.Config) { c.Sources[readmodel.SourceSales] = ingest.SourceConfig{BaseURL: "/sales"} }},
+		{name: "unknown source", mod: func(c *ingest.Config) { c.Sources["nope"] = ingest.SourceConfig{BaseURL: "http://x"} }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := good()
+			tc.mod(&c)
+			_, err := ingest.New(c, &fakePub{}, zerolog.Nop())
+			if tc.ok {
+				assert.NoError(t, err)
+			} else {
+				assert.Error(t, err)
+			}
+		})
+	}
+}
+
+func TestBuckets(t *testing.T) {
+	tests := []struct {
+		name string
+		n    int
+		want int
+	}{
+		{name: "empty", n: 0, want: 1},
+		{name: "small", n: 128, want: 1},
+		{name: "medium", n: 129, want: 2},
+		{name: "large", n: 600, want: 8},
+		{name: "huge", n: 100000, want: 1024},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, ingest.BucketCount(tc.n))
+			assert.Equal(t, ingest.TokenBucket("ethereum|0xab|1", tc.want), ingest.TokenBucket("ethereum|0xab|1", tc.want), "stable")
+			assert.Less(t, int(ingest.TokenBucket("solana|x|y", tc.want)), tc.want)
+		})
+	}
+}
