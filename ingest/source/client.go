@@ -56,6 +56,7 @@ type Client struct {
 	src     readmodel.Source
 	base    string
 	timeout time.Duration
+	maxBody int64
 	hc      *http.Client
 }
 
@@ -74,7 +75,14 @@ func NewClient(src readmodel.Source, base string, timeout time.Duration, hc *htt
 			IdleConnTimeout:     90 * time.Second,
 		}}
 	}
-	return &Client{src: src, base: strings.TrimRight(base, "/"), timeout: timeout, hc: hc}
+	return &Client{src: src, base: strings.TrimRight(base, "/"), timeout: timeout, maxBody: MaxBody, hc: hc}
+}
+
+// WithMaxBody returns a copy of c whose answers may be at most n bytes.
+func (c *Client) WithMaxBody(n int64) *Client {
+	cp := *c
+	cp.maxBody = n
+	return &cp
 }
 
 // Source is the upstream this client reads.
@@ -110,7 +118,7 @@ func (c *Client) get(ctx context.Context, path string, q url.Values, v any) erro
 		}
 		return c.fail(classed(class, fmt.Errorf("status %d", resp.StatusCode)))
 	}
-	if err := decodeBody(resp.Body, v); err != nil {
+	if err := decodeBody(resp.Body, v, c.maxBody); err != nil {
 		if ctx.Err() != nil {
 			return c.fail(classed(ClassTimeout, err))
 		}

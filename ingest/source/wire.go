@@ -1,6 +1,7 @@
 package source
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,7 +10,8 @@ import (
 	"github.com/marketd/marketd/readmodel"
 )
 
-// MaxBody bounds one upstream answer. A larger body fails the poll.
+// MaxBody is the default bound of one upstream answer (Client.WithMaxBody
+// changes it). A larger body fails the poll.
 const MaxBody = 64 << 20
 
 // MaxRow bounds one encoded row. A larger row is rejected as oversized.
@@ -41,27 +43,27 @@ type RatesAnswer struct {
 // page shape, or larger than MaxBody, is an error of class "bad_payload".
 func DecodePage[T any](r io.Reader) (*Page[T], error) {
 	var p Page[T]
-	if err := decodeBody(r, &p); err != nil {
+	if err := decodeBody(r, &p, MaxBody); err != nil {
 		return nil, err
 	}
 	return &p, nil
 }
 
-func decodeBody(r io.Reader, v any) error {
-	lr := &io.LimitedReader{R: r, N: MaxBody + 1}
+func decodeBody(r io.Reader, v any, limit int64) error {
+	lr := &io.LimitedReader{R: r, N: limit + 1}
 	dec := json.NewDecoder(lr)
 	if err := dec.Decode(v); err != nil {
 		if lr.N <= 0 {
-			return classed(ClassBadPayload, fmt.Errorf("body larger than %d bytes", MaxBody))
+			return classed(ClassBadPayload, fmt.Errorf("body larger than %d bytes", limit))
 		}
 		var ne interface{ Timeout() bool }
-		if errors.As(err, &ne) && ne.Timeout() {
+		if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
 			return classed(ClassTimeout, err)
 		}
 		return classed(ClassBadPayload, err)
 	}
 	if lr.N <= 0 {
-		return classed(ClassBadPayload, fmt.Errorf("body larger than %d bytes", MaxBody))
+		return classed(ClassBadPayload, fmt.Errorf("body larger than %d bytes", limit))
 	}
 	return nil
 }

@@ -1,0 +1,222 @@
+package source_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/marketd/marketd/ingest/sim"
+	"github.com/marketd/marketd/ingest/source"
+	"github.com/marketd/marketd/readmodel"
+)
+
+var anchor = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+// MustSim serves a real simulator; closed at cleanup.
+func MustSim(t *testing.T) (*sim.Sim, string) {
+	t.Helper()
+	s := sim.New(sim.Options{Seed: 3, Collections: 24, TokensPerCollection: 30, Anchor: anchor})
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(func() {
+		require.NoError(t, s.Close(context.Background()))
+		srv.Close()
+	})
+	return s, srv.URL
+}
+
+func client(base string, src readmodel.Source, timeout time.Duration) *source.Client {
+	return source.NewClient(src, base+"/"+string(src), timeout, nil)
+}
+
+// TestPagingIsComplete walks every paged endpoint with tiny pages and with
+// one big page: the same rows arrive either way.
+func TestPagingIsComplete(t *testing.T) {
+	_, base := MustSim(t)
+	ctx := context.Background()
+	type walker func(limit int) (int, error)
+	groups := func(src readmodel.Source, f func(*source.Client, int, func([]source.RawGroup) error) error) walker {
+		return func(limit int) (int, error) {
+			n := 0
+			err := f(client(base, src, time.Second), limit, func(gs []source.RawGroup) error {
+				for _, g := range gs {
+					n += len(g.Rows)
+				}
+				return nil
+			})
+			return n, err
+		}
+	}
+	flat := func(src readmodel.Source, f func(*source.Client, int, func([]json.RawMessage) error) error) walker {
+		return func(limit int) (int, error) {
+			n := 0
+			err := f(client(base, src, time.Second), limit, func(items []json.RawMessage) error { n += len(items); return nil })
+			return n, err
+		}
+	}
+	tests := []struct {
+		name string
+		walk walker
+	}{
+		{name: "collections", walk: flat(readmodel.SourceCollectionIndex, func(c *source.Client, l int, f func([]json.RawMessage) error) error {
+			return c.Collections(ctx, l, f)
+		})},
+		{name: "order-book listings", walk: groups(readmodel.SourceOrderBook, func(c *source.Client, l int, f func([]source.RawGroup) error) error {
+			return c.Listings(ctx, l, f)
+		})},
+		{name: "mirror listings", walk: groups(readmodel.SourceIndexerMirror, func(c *source.Client, l int, f func([]source.RawGroup) error) error {
+			return c.Listings(ctx, l, f)
+		})},
+		{name: "tokens", walk: groups(readmodel.SourceIndexerMirror, func(c *source.Client, l int, f func([]source.RawGroup) error) error {
+			_, err := c.Tokens(ctx, "", l, f)
+			return err
+		})},
+		{name: "stats", walk: flat(readmodel.SourceIndexerStats, func(c *source.Client, l int, f func([]json.RawMessage) error) error {
+			return c.Stats(ctx, l, f)
+		})},
+		{name: "analytics", walk: flat(readmodel.SourceAnalytics, func(c *source.Client, l int, f func([]json.RawMessage) error) error {
+			return c.Analytics(ctx, l, f)
+		})},
+		{name: "sales", walk: func(limit int) (int, error) {
+			n := 0
+			_, err := client(base, readmodel.SourceSales, time.Second).Sales(ctx, "", limit, func(items []json.RawMessage, _ string) error {
+				n += len(items)
+				return nil
+			})
+			return n, err
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			small, err := tc.walk(7)
+			require.NoError(t, err)
+			big, err := tc.walk(100000)
+			require.NoError(t, err)
+			assert.Positive(t, big)
+			assert.Equal(t, big, small)
+		})
+	}
+}
+
+func TestSalesFeedIsIncremental(t *testing.T) {
+	s, base := MustSim(t)
+	c := client(base, readmodel.SourceSales, time.Second)
+	ctx := context.Background()
+	count := func(cursor string) (int, string) {
+		n := 0
+		next, err := c.Sales(ctx, cursor, 50, func(items []json.RawMessage, _ string) error { n += len(items); return nil })
+		require.NoError(t, err)
+		return n, next
+	}
+	all, cur := count("")
+	assert.Positive(t, all)
+	none, again := count(cur)
+	assert.Zero(t, none, "nothing new without a tick")
+	assert.Equal(t, cur, again)
+	for i := 0; i < 5; i++ {
+		s.Tick()
+	}
+	fresh, _ := count(cur)
+	assert.Positive(t, fresh, "new sales after ticks")
+}
+
+func TestTokensChangedSince(t *testing.T) {
+	s, base := MustSim(t)
+	c := client(base, readmodel.SourceIndexerMirror, time.Second)
+	ctx := context.Background()
+	walk := func(since string) (int, string) {
+		n := 0
+		wm, err := c.Tokens(ctx, since, 1000, func(gs []source.RawGroup) error { n += len(gs); return nil })
+		require.NoError(t, err)
+		return n, wm
+	}
+	all, wm := walk("")
+	assert.Equal(t, 22, all, "every collection with tokens")
+	none, wm2 := walk(wm)
+	assert.Zero(t, none)
+	assert.Equal(t, wm, wm2)
+	s.Tick()
+	some, _ := walk(wm)
+	assert.Positive(t, some)
+	assert.Less(t, some, all, "only collections whose tokens changed")
+}
+
+func TestPollErrorsAreClassified(t *testing.T) {
+	s, base := MustSim(t)
+	garbage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.Contains(r.URL.Path, "huge"):
+			_, _ = w.Write([]byte(`{"items":[`))
+			for i := 0; i < 100_000; i++ { // 1.1 MB
+				_, _ = w.Write([]byte(`{"a":1234},`))
+			}
+		case strings.Contains(r.URL.Path, "404"):
+			http.NotFound(w, r)
+		default:
+			_, _ = w.Write([]byte(`<html>not json</html>`))
+		}
+	}))
+	defer garbage.Close()
+	tests := []struct {
+		name  string
+		fault sim.Mode
+		base  string
+		class string
+	}{
+		{name: "HTTP 500", fault: sim.ModeError, base: base + "/analytics", class: source.ClassHTTP5xx},
+		{name: "timeout", fault: sim.ModeTimeout, base: base + "/analytics", class: source.ClassTimeout},
+		{name: "invalid JSON", base: garbage.URL, class: source.ClassBadPayload},
+		{name: "oversized body", base: garbage.URL + "/huge", class: source.ClassBadPayload},
+		{name: "other status", base: garbage.URL + "/404", class: source.ClassHTTPStatus},
+		{name: "connection refused", base: "http://127.0.0.1:1", class: source.ClassTransport},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s.SetFault(readmodel.SourceAnalytics, sim.ModeOK)
+			if tc.fault != "" {
+				s.SetFault(readmodel.SourceAnalytics, tc.fault)
+			}
+			timeout := 5 * time.Second
+			if tc.fault == sim.ModeTimeout {
+				timeout = 200 * time.Millisecond
+			}
+			c := source.NewClient(readmodel.SourceAnalytics, tc.base, timeout, nil).WithMaxBody(1 << 20)
+			err := c.Analytics(context.Background(), 0, func([]json.RawMessage) error { return nil })
+			require.Error(t, err)
+			assert.Equal(t, tc.class, source.ErrorClass(err))
+			assert.Equal(t, readmodel.UpstreamError, readmodel.ErrorCode(err))
+		})
+	}
+}
+
+func TestRatesAndRowDecoding(t *testing.T) {
+	_, base := MustSim(t)
+	rates, bad, err := client(base, readmodel.SourcePriceFeed, time.Second).Rates(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, bad)
+	assert.Positive(t, rates["SOL"])
+
+	tests := []struct {
+		name   string
+		row    string
+		reason readmodel.RejectReason
+	}{
+		{name: "object", row: `{"chain":"ethereum"}`},
+		{name: "string", row: `"x"`, reason: readmodel.RejectBadJSON},
+		{name: "wrong type", row: `{"chain":1}`, reason: readmodel.RejectBadJSON},
+		{name: "oversized", row: `{"chain":"` + strings.Repeat("a", source.MaxRow) + `"}`, reason: readmodel.RejectOversized},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var r readmodel.RawListing
+			err := source.DecodeRow(json.RawMessage(tc.row), &r)
+			assert.Equal(t, tc.reason, readmodel.ReasonOf(err))
+		})
+	}
+}
