@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/marketd/marketd/ingest"
+	"github.com/marketd/marketd/readmodel/bus"
+	"github.com/marketd/marketd/readmodel/projector"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// ingestCollector exposes ingest's cumulative Stats at scrape time, so ingest
+// itself stays free of the metrics library.
+type ingestCollector struct {
+	in                                 *ingest.Ingest
+	polls, rejected, accepted          *prometheus.Desc
+	published, unchanged, cycles, last *prometheus.Desc
+}
+
+func registerIngestMetrics(reg *prometheus.Registry, in *ingest.Ingest) {
+	reg.MustRegister(&ingestCollector{
+		in:        in,
+		polls:     prometheus.NewDesc("marketd_ingest_polls_total", "Upstream polls by source and outcome (ok or the error class).", []string{"source", "outcome"}, nil),
+		rejected:  prometheus.NewDesc("marketd_ingest_rejected_rows_total", "Upstream rows rejected by source and reason.", []string{"source", "reason"}, nil),
+		accepted:  prometheus.NewDesc("marketd_ingest_accepted_rows_total", "Upstream rows accepted by source.", []string{"source"}, nil),
+		published: prometheus.NewDesc("marketd_ingest_published_messages_total", "Messages published to the bus.", nil, nil),
+		unchanged: prometheus.NewDesc("marketd_ingest_unchanged_messages_total", "Messages skipped because their subject did not change.", nil, nil),
+		cycles:    prometheus.NewDesc("marketd_ingest_cycles_total", "Completed ingest cycles.", nil, nil),
+		last:      prometheus.NewDesc("marketd_ingest_last_cycle_timestamp_seconds", "End of the last ingest cycle, unix seconds.", nil, nil),
+	})
+}
+
+func (c *ingestCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.polls, c.rejected, c.accepted, c.published, c.unchanged, c.cycles, c.last} {
+		ch <- d
+	}
+}
+
+func (c *ingestCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.in.Stats()
+	for src, outcomes := range st.Polls {
+		for outcome, n := range outcomes {
+			ch <- prometheus.MustNewConstMetric(c.polls, prometheus.CounterValue, float64(n), src, outcome)
+		}
+	}
+	for src, reasons := range st.Rejected {
+		for reason, n := range reasons {
+			ch <- prometheus.MustNewConstMetric(c.rejected, prometheus.CounterValue, float64(n), src, reason)
+		}
+	}
+	for src, n := range st.Accepted {
+		ch <- prometheus.MustNewConstMetric(c.accepted, prometheus.CounterValue, float64(n), src)
+	}
+	ch <- prometheus.MustNewConstMetric(c.published, prometheus.CounterValue, float64(st.Published))
+	ch <- prometheus.MustNewConstMetric(c.unchanged, prometheus.CounterValue, float64(st.Unchanged))
+	ch <- prometheus.MustNewConstMetric(c.cycles, prometheus.CounterValue, float64(st.Cycles))
+	if !st.LastCycle.IsZero() {
+		ch <- prometheus.MustNewConstMetric(c.last, prometheus.GaugeValue, float64(st.LastCycle.UnixNano())/1e9)
+	}
+}
+
+// projectorCollector exposes the projector's applied position and its lag
+// behind each stream's last sequence (read from the server at scrape time).
+type projectorCollector struct {
+	p            *projector.Projector
+	js           jetstream.JetStream
+	applied, lag *prometheus.Desc
+}
+
+func registerProjectorMetrics(reg *prometheus.Registry, p *projector.Projector, js jetstream.JetStream) {
+	reg.MustRegister(&projectorCollector{
+		p: p, js: js,
+		applied: prometheus.NewDesc("marketd_projector_applied_sequence", "Last stream sequence applied to this node's views.", []string{"stream"}, nil),
+		lag:     prometheus.NewDesc("marketd_projector_lag_messages", "Stream sequences not yet applied to this node's views.", []string{"stream"}, nil),
+	})
+}
+
+func (c *projectorCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.applied; ch <- c.lag }
+
+func (c *projectorCollector) Collect(ch chan<- prometheus.Metric) {
+	pos := c.p.Applied()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	for _, s := range []struct {
+		name    string
+		applied uint64
+	}{{bus.StateStream, pos.State}, {bus.SalesStream, pos.Sales}} {
+		ch <- prometheus.MustNewConstMetric(c.applied, prometheus.GaugeValue, float64(s.applied), s.name)
+		stream, err := c.js.Stream(ctx, s.name)
+		if err != nil {
+			continue
+		}
+		last := stream.CachedInfo().State.LastSeq
+		if info, err := stream.Info(ctx); err == nil {
+			last = info.State.LastSeq
+		}
+		lag := float64(0)
+		if last > s.applied {
+			lag = float64(last - s.applied)
+		}
+		ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, lag, s.name)
+	}
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// shutdownBudget bounds a clean shutdown: every part gets what is left of
+// it, in order (SIGINT/SIGTERM must finish within 10 s).
+const shutdownBudget = 9 * time.Second
+
+// node owns the long-lived parts of one process and closes them in the
+// reverse of the order they were opened. Roles open parts in the order
+// embedded NATS, Badger, HTTP, projector, simulator, ingest, so shutdown is
+// DESIGN's: cron (ingest), consumer drain (projector), HTTP, Badger, and
+// the embedded NATS server last.
+type node struct {
+	log   zerolog.Logger
+	parts []part
+}
+
+type part struct {
+	name  string
+	close func(ctx context.Context) error
+}
+
+// add registers a part to be closed on shutdown.
+func (n *node) add(name string, close func(ctx context.Context) error) {
+	n.parts = append(n.parts, part{name: name, close: close})
+}
+
+// close closes every part in reverse order within shutdownBudget and
+// returns the first error; later parts are closed even when one fails.
+func (n *node) close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownBudget)
+	defer cancel()
+	var first error
+	for i := len(n.parts) - 1; i >= 0; i-- {
+		p := n.parts[i]
+		start := time.Now()
+		if err := p.close(ctx); err != nil {
+			n.log.Error().Err(err).Str("part", p.name).Msg("close failed")
+			if first == nil {
+				first = fmt.Errorf("close %s: %w", p.name, err)
+			}
+			continue
+		}
+		n.log.Debug().Str("part", p.name).Dur("took", time.Since(start)).Msg("closed")
+	}
+	return first
+}
+
+// listen opens a TCP listener on addr and logs its bound address with the
+// listener's name; tests started on ":0" ports learn the address from that
+// log line ({"listener": name, "addr": ...}).
+func (n *node) listen(name, addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s on %s: %w", name, addr, err)
+	}
+	n.log.Info().Str("listener", name).Str("addr", ln.Addr().String()).Msg("listening")
+	return ln, nil
+}
+
+// serve runs a blocking serve function in the background and registers
+// shutdown as a part that also waits for serve to return.
+func (n *node) serve(name string, serve func() error, shutdown func(ctx context.Context) error) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := serve(); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+			n.log.Error().Err(err).Str("listener", name).Msg("serve failed")
+		}
+	}()
+	n.add(name, func(ctx context.Context) error {
+		err := shutdown(ctx)
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
+		return err
+	})
+}
+
+// serveHTTP serves h on ln in the background and registers its graceful
+// shutdown as a part.
+func (n *node) serveHTTP(name string, ln net.Listener, h http.Handler) {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			n.log.Error().Err(err).Str("listener", name).Msg("serve failed")
+		}
+	}()
+	n.add(name, func(ctx context.Context) error {
+		err := srv.Shutdown(ctx)
+		<-done
+		return err
+	})
+}
+
+func natsDir(dataDir string) string   { return filepath.Join(dataDir, "nats") }
+func badgerDir(dataDir string) string { return filepath.Join(dataDir, "badger") }

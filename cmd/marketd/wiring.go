@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/marketd/marketd/config"
+	"github.com/marketd/marketd/httpapi"
+	"github.com/marketd/marketd/ingest"
+	"github.com/marketd/marketd/ingest/sim"
+	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/bus"
+	"github.com/marketd/marketd/readmodel/projector"
+	"github.com/marketd/marketd/readmodel/store"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/rs/zerolog"
+)
+
+// parts says which components a role runs.
+type parts struct {
+	embedded bool // embedded NATS server under <data-dir>/nats
+	api      bool // store, projector, public API
+	sim      bool // built-in upstream simulator
+	ingest   bool // ingestors
+}
+
+// runNode opens the parts of a long-running role, serves until ctx is
+// cancelled, then closes them in DESIGN's shutdown order.
+func runNode(ctx context.Context, cfg config.Config, log zerolog.Logger, want parts) (err error) {
+	n := &node{log: log}
+	defer func() {
+		if cerr := n.close(); err == nil {
+			err = cerr
+		}
+	}()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	adm := &admin{log: log}
+
+	// 1. NATS: embedded (all) or a client of --nats.
+	url := cfg.NatsURL
+	if want.embedded {
+		emb, err := bus.StartEmbedded(ctx, bus.EmbeddedOptions{StoreDir: natsDir(cfg.DataDir), Host: "127.0.0.1", Port: -1})
+		if err != nil {
+			return fmt.Errorf("start embedded NATS: %w", err)
+		}
+		n.add("nats-server", emb.Close)
+		url = emb.ClientURL()
+	}
+	nc, err := nats.Connect(url, nats.Name("marketd"), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
+	if err != nil {
+		return fmt.Errorf("connect to NATS at %s: %w", url, err)
+	}
+	n.add("nats-conn", func(ctx context.Context) error { return nc.Drain() })
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	if err := bus.EnsureStreams(ctx, js, bus.StreamOptions{}); err != nil {
+		return fmt.Errorf("ensure streams: %w", err)
+	}
+
+	// 2. Badger views, the public API on top of them, and the projector.
+	var proj *projector.Projector
+	if want.api {
+		st, err := store.Open(ctx, badgerDir(cfg.DataDir), store.Options{})
+		if err != nil {
+			return fmt.Errorf("open views: %w", err)
+		}
+		n.add("badger", st.Close)
+		api, err := httpapi.New(httpapi.Config{
+			RateList: cfg.RateList, RateItem: cfg.RateItem,
+			TrustedProxies: cfg.TrustedProxies,
+			CursorKey:      []byte(cfg.CursorKey), CursorTTL: cfg.CursorTTL,
+			Registry: reg,
+		}, st, log.With().Str("part", "api").Logger())
+		if err != nil {
+			return fmt.Errorf("api: %w", err)
+		}
+		if cfg.CursorKey == "" {
+			log.Warn().Msg("no --cursor-key set: cursors are signed with a random per-process key and will not verify on other nodes or after a restart")
+		}
+		ln, err := n.listen("http", cfg.HTTPAddr)
+		if err != nil {
+			return err
+		}
+		n.serve("http", func() error { return api.Listen(ln) }, api.Shutdown)
+		proj = projector.New(js, st, projector.Options{RowRetention: cfg.RowRetention}, log.With().Str("part", "projector").Logger())
+		if err := proj.Open(ctx); err != nil {
+			return fmt.Errorf("projector: %w", err)
+		}
+		n.add("projector", proj.Close)
+		adm.proj = proj
+	}
+
+	// 3. The upstream simulator (all).
+	if want.sim {
+		s := sim.New(sim.Options{Seed: uint64(cfg.SimSeed), Collections: cfg.SimCollections, TickEvery: cfg.SimTick})
+		if err := s.Open(ctx); err != nil {
+			return fmt.Errorf("simulator: %w", err)
+		}
+		ln, err := n.listen("sim", cfg.SimAddr)
+		if err != nil {
+			return err
+		}
+		simURL := "http://" + ln.Addr().String()
+		for name, src := range cfg.Sources {
+			if src.BaseURL == "" {
+				src.BaseURL = simURL + "/" + name
+				cfg.Sources[name] = src
+			}
+		}
+		n.serveHTTP("sim", ln, s.Handler())
+		n.add("sim-ticker", s.Close)
+	}
+
+	// 4. Ingest, with its first cycle at start-up.
+	if want.ingest {
+		in, err := newIngest(cfg, js, log)
+		if err != nil {
+			return err
+		}
+		if err := in.Open(ctx); err != nil {
+			return fmt.Errorf("ingest: %w", err)
+		}
+		n.add("ingest", in.Close)
+		adm.ingest = in
+		registerIngestMetrics(reg, in)
+		first := make(chan struct{})
+		n.add("first-cycle", func(context.Context) error { <-first; return nil })
+		go func() {
+			defer close(first)
+			if _, err := adm.RunIngest(ctx); err != nil && ctx.Err() == nil {
+				log.Error().Err(err).Msg("first ingest cycle failed; the schedule will retry")
+				return
+			}
+			adm.ready.Store(true)
+			log.Info().Msg("first cycle projected; ready")
+		}()
+	} else if proj != nil {
+		go adm.readyWhenCaughtUp(ctx, proj)
+	}
+	if proj != nil {
+		registerProjectorMetrics(reg, proj, js)
+	}
+
+	// 5. The admin listener.
+	ln, err := n.listen("admin", cfg.AdminAddr)
+	if err != nil {
+		return err
+	}
+	as := httpapi.NewAdmin(adm, reg, log.With().Str("part", "admin").Logger())
+	n.serve("admin", func() error { return as.Listen(ln) }, as.Shutdown)
+
+	<-ctx.Done()
+	log.Info().Msg("shutting down")
+	return nil
+}
+
+func newIngest(cfg config.Config, js jetstream.JetStream, log zerolog.Logger) (*ingest.Ingest, error) {
+	srcs := map[readmodel.Source]ingest.SourceConfig{}
+	for name, s := range cfg.Sources {
+		src, ok := readmodel.ParseSource(name)
+		if !ok {
+			return nil, fmt.Errorf("unknown source %q", name)
+		}
+		if s.BaseURL == "" {
+			return nil, fmt.Errorf("no base URL for source %s: set --source-%s-url", name, name)
+		}
+		srcs[src] = ingest.SourceConfig{BaseURL: s.BaseURL, Interval: s.Interval, Timeout: s.Timeout}
+	}
+	return ingest.New(ingest.Config{Sources: srcs}, bus.NewPublisher(js), log.With().Str("part", "ingest").Logger())
+}
+
+// admin implements httpapi.Admin over whichever parts this role runs.
+type admin struct {
+	log    zerolog.Logger
+	ready  atomic.Bool
+	ingest *ingest.Ingest         // nil in role serve
+	proj   *projector.Projector   // nil in role ingest
+}
+
+// Ready reports whether the node serves current data: the first ingest
+// cycle is projected (all), or the projector caught up with the streams
+// (serve), or the first cycle is published (ingest).
+func (a *admin) Ready() bool { return a.ready.Load() }
+
+// RunIngest runs one full ingest cycle now and returns its summary once the
+// projector (if this role has one) has applied everything it published.
+func (a *admin) RunIngest(ctx context.Context) (any, error) {
+	if a.ingest == nil {
+		return nil, errors.New("this role runs no ingest")
+	}
+	sum, err := a.ingest.RunCycle(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if a.proj != nil {
+		if err := a.proj.WaitFor(ctx, sum.Position); err != nil {
+			return nil, fmt.Errorf("wait for projection: %w", err)
+		}
+	}
+	return sum, nil
+}
+
+// Sources reports per-source poll status as ingest last saw it.
+func (a *admin) Sources(ctx context.Context) (any, error) {
+	if a.ingest == nil {
+		return nil, errors.New("this role runs no ingest")
+	}
+	return a.ingest.Stats(), nil
+}
+
+func (a *admin) readyWhenCaughtUp(ctx context.Context, p *projector.Projector) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if p.CaughtUp() {
+			a.ready.Store(true)
+			a.log.Info().Msg("projector caught up; ready")
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
