@@ -46,7 +46,10 @@ func TestLoadPrecedence(t *testing.T) {
 		want func(t *testing.T, c config.Config)
 	}{
 		{"env over default", nil, map[string]string{"MARKETD_HTTP_ADDR": ":9000", "MARKETD_RATE_LIST": "7"},
-			func(t *testing.T, c config.Config) { assert.Equal(t, ":9000", c.HTTPAddr); assert.Equal(t, 7, c.RateList) }},
+			func(t *testing.T, c config.Config) {
+				assert.Equal(t, ":9000", c.HTTPAddr)
+				assert.Equal(t, 7, c.RateList)
+			}},
 		{"flag over env", []string{"--http-addr", ":9100"}, map[string]string{"MARKETD_HTTP_ADDR": ":9000"},
 			func(t *testing.T, c config.Config) { assert.Equal(t, ":9100", c.HTTPAddr) }},
 		{"poll interval feeds every source", []string{"--poll-interval=30s"}, nil,
@@ -62,7 +65,9 @@ func TestLoadPrecedence(t *testing.T) {
 				assert.Equal(t, 2*time.Second, c.Sources["order-book"].Timeout)
 			}},
 		{"per-source url from env", nil, map[string]string{"MARKETD_SOURCE_PRICE_FEED_URL": "http://feed.internal"},
-			func(t *testing.T, c config.Config) { assert.Equal(t, "http://feed.internal", c.Sources["price-feed"].BaseURL) }},
+			func(t *testing.T, c config.Config) {
+				assert.Equal(t, "http://feed.internal", c.Sources["price-feed"].BaseURL)
+			}},
 		{"trusted proxies", []string{"--trusted-proxies", "10.0.0.0/8, 127.0.0.1"}, nil,
 			func(t *testing.T, c config.Config) {
 				assert.Equal(t, []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("127.0.0.1/32")}, c.TrustedProxies)

@@ -182,8 +182,8 @@ func newIngest(cfg config.Config, js jetstream.JetStream, log zerolog.Logger) (*
 type admin struct {
 	log    zerolog.Logger
 	ready  atomic.Bool
-	ingest *ingest.Ingest         // nil in role serve
-	proj   *projector.Projector   // nil in role ingest
+	ingest *ingest.Ingest       // nil in role serve
+	proj   *projector.Projector // nil in role ingest
 }
 
 // Ready reports whether the node serves current data: the first ingest
@@ -233,4 +233,3 @@ func (a *admin) readyWhenCaughtUp(ctx context.Context, p *projector.Projector) {
 		}
 	}
 }
-
