@@ -311,6 +311,7 @@ func (p *Projector) startIter(i int) error {
 func (p *Projector) consume(ctx context.Context, i int) {
 	defer p.wg.Done()
 	log := p.log.With().Str("stream", streamNames[i]).Logger()
+	idle := 0
 	for ctx.Err() == nil {
 		p.applyMu.Lock()
 		it := p.iters[i]
@@ -324,7 +325,16 @@ func (p *Projector) consume(ctx context.Context, i int) {
 		}
 		m, err := it.Next(jetstream.NextMaxWait(time.Second))
 		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, nats.ErrTimeout) {
+			if ctx.Err() != nil {
+				continue
+			}
+			if errors.Is(err, nats.ErrTimeout) {
+				// Watchdog: an idle consumer while the stream holds more than
+				// we applied (its server died, a leader moved) is recreated.
+				if idle++; idle%stallChecks == 0 && p.behind(ctx, i) {
+					log.Warn().Msg("consumer stalled behind the stream head; recreating it")
+					p.dropIter(i, it)
+				}
 				continue
 			}
 			log.Warn().Err(err).Msg("consumer failed; restarting after the applied position")
@@ -337,6 +347,7 @@ func (p *Projector) consume(ctx context.Context, i int) {
 			sleep(ctx, 200*time.Millisecond)
 			continue
 		}
+		idle = 0
 		if err := p.handle(ctx, i, m); err != nil && ctx.Err() == nil {
 			log.Error().Err(err).Msg("apply failed; re-consuming from the applied position")
 			p.applyMu.Lock()
@@ -347,6 +358,33 @@ func (p *Projector) consume(ctx context.Context, i int) {
 			p.applyMu.Unlock()
 			sleep(ctx, time.Second)
 		}
+	}
+}
+
+// stallChecks is how many idle one-second waits pass between checks of
+// whether a consumer stalled behind its stream's head.
+const stallChecks = 3
+
+// behind reports whether stream i holds messages past the applied
+// position (false when the stream cannot be asked).
+func (p *Projector) behind(ctx context.Context, i int) bool {
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	h, err := p.heads(cctx)
+	if err != nil {
+		return false
+	}
+	p.applyMu.Lock()
+	defer p.applyMu.Unlock()
+	return []uint64{h.State, h.Sales}[i] > p.pos[i].Seq
+}
+
+func (p *Projector) dropIter(i int, it jetstream.MessagesContext) {
+	p.applyMu.Lock()
+	defer p.applyMu.Unlock()
+	if p.iters[i] == it {
+		it.Stop()
+		p.iters[i] = nil
 	}
 }
 

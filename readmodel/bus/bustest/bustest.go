@@ -55,7 +55,10 @@ func MustConnect(tb testing.TB, url string, replicas int) jetstream.JetStream {
 	defer cancel()
 	var lastErr error
 	for ctx.Err() == nil { // a fresh cluster needs a moment to elect a meta leader
-		if lastErr = bus.EnsureStreams(ctx, js, bus.StreamOptions{Replicas: replicas}); lastErr == nil {
+		actx, acancel := context.WithTimeout(ctx, 2*time.Second)
+		lastErr = bus.EnsureStreams(actx, js, bus.StreamOptions{Replicas: replicas})
+		acancel()
+		if lastErr == nil {
 			return js
 		}
 		time.Sleep(100 * time.Millisecond)
