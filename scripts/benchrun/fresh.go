@@ -17,19 +17,24 @@ import (
 type FreshSample struct {
 	Observed   bool          // a changed body was seen
 	Served     time.Duration // first changed body seen
+	LastServed time.Duration // the last watched path to change showed its change
+	Changed    int           // watched paths that changed
+	Watched    int           // paths watched
 	Returned   time.Duration // POST /admin/ingest answered (projected)
-	Published  time.Duration // the cycle's own publish time from its summary, if given
+	Published  time.Duration // the cycle's end of publishing, from its summary
 	HasPublish bool
 	URL        string // the path whose body changed first
 }
 
-// AfterPublish is served − published (or served − POST start when the
-// summary gives no publish time: an upper bound).
+// AfterPublish is how long after the cycle finished publishing the last
+// observed change was served (or the time from POST start when the summary
+// gives no publish time: an upper bound). Negative: served while the cycle
+// was still publishing.
 func (s FreshSample) AfterPublish() time.Duration {
 	if s.HasPublish {
-		return s.Served - s.Published
+		return s.LastServed - s.Published
 	}
-	return s.Served
+	return s.LastServed
 }
 
 // pollSet is the paths watched for a change: browse pages in every sort and
@@ -94,8 +99,7 @@ func freshOnce(ctx context.Context, api, admin, sim string, base map[string][]by
 	defer stopPoll()
 	var (
 		mu        sync.Mutex
-		firstAt   time.Time
-		firstPath string
+		changedAt = map[string]time.Time{}
 		wg        sync.WaitGroup
 	)
 	for w := 0; w < workers; w++ {
@@ -103,18 +107,29 @@ func freshOnce(ctx context.Context, api, admin, sim string, base map[string][]by
 		go func(w int) {
 			defer wg.Done()
 			for pctx.Err() == nil {
+				pending := 0
 				for i := w; i < len(paths); i += workers {
+					mu.Lock()
+					_, done := changedAt[paths[i]]
+					mu.Unlock()
+					if done {
+						continue
+					}
+					pending++
 					st, _, b, err := get(pctx, api+paths[i])
 					if err != nil || st != http.StatusOK || bytes.Equal(b, base[paths[i]]) {
 						continue
 					}
 					at := time.Now()
 					mu.Lock()
-					if firstAt.IsZero() || at.Before(firstAt) {
-						firstAt, firstPath = at, paths[i]
-					}
+					changedAt[paths[i]] = at
+					all := len(changedAt) == len(paths)
 					mu.Unlock()
-					stopPoll()
+					if all {
+						stopPoll()
+					}
+				}
+				if pending == 0 {
 					return
 				}
 				select {
@@ -138,14 +153,24 @@ func freshOnce(ctx context.Context, api, admin, sim string, base map[string][]by
 		return s, res.body, fmt.Errorf("admin ingest: status %d %v %.300s", res.st, res.err, res.body)
 	}
 	s.Returned = res.at.Sub(start)
+	// Changes may reach the API after the ingest answer (a read cache): keep
+	// watching for grace.
 	select {
 	case <-pctx.Done():
 	case <-time.After(grace):
 		stopPoll()
 	}
 	wg.Wait()
-	if !firstAt.IsZero() {
-		s.Observed, s.Served, s.URL = true, firstAt.Sub(start), firstPath
+	s.Watched, s.Changed = len(paths), len(changedAt)
+	for p, at := range changedAt {
+		d := at.Sub(start)
+		if !s.Observed || d < s.Served {
+			s.Served, s.URL = d, p
+		}
+		if d > s.LastServed {
+			s.LastServed = d
+		}
+		s.Observed = true
 	}
 	if t, ok := summaryPublishTime(res.body); ok {
 		s.Published, s.HasPublish = t.Sub(start), true
@@ -154,8 +179,9 @@ func freshOnce(ctx context.Context, api, admin, sim string, base map[string][]by
 }
 
 // publishKeys are summary fields, tried in order, that may hold the time a
-// cycle finished publishing.
-var publishKeys = []string{"publishedAt", "published", "publishEnd", "finishedAt", "finished", "endedAt", "ended", "end", "doneAt", "done"}
+// cycle finished publishing (ingest.Summary has "end": set after the
+// publisher's flush).
+var publishKeys = []string{"publishedAt", "published", "publishEnd", "end", "finishedAt", "finished", "endedAt", "ended", "doneAt", "done"}
 
 // summaryPublishTime finds the cycle's publish time in an ingest summary:
 // the first of publishKeys (case-insensitive, top level) holding an RFC 3339

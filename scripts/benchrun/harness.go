@@ -44,6 +44,7 @@ type SizeRun struct {
 	PeakRSS      int64
 	Cycle        *CycleRun
 	Skipped      string // why this size was not (fully) measured
+	Metrics      string // marketd_* lines of /metrics when it was not ready in time
 	ShutdownTook time.Duration
 }
 
@@ -236,8 +237,15 @@ func (h *harness) size(ctx context.Context, label string, collections int, withR
 	if err != nil {
 		s.Skipped = fmt.Sprintf("not ready: %v (log: %s)", err, s.DataDir+".log")
 		h.logf("%s", s.Skipped)
+		s.Metrics = scrapeMetrics(ctx, n.admin)
 		if m, err := readMem(n.p.Pid()); err == nil {
 			s.MemReady = m
+		}
+		// The streams hold what was published so far: replay is still
+		// measurable on them.
+		stop()
+		if ctx.Err() == nil {
+			h.replay(ctx, s)
 		}
 		return s
 	}
@@ -383,21 +391,28 @@ func (h *harness) startRef(ctx context.Context, c Capture, logPath string) (*Pro
 
 func (h *harness) freshness(ctx context.Context, n *node, p Picked) {
 	paths := pollSet(p.Candidates, 20)
-	h.logf("freshness: %d repetitions, watching %d paths", h.o.FreshReps, len(paths))
+	h.logf("freshness: %d repetitions (bound %s), watching %d paths", h.o.FreshReps, h.o.FreshBudget, len(paths))
+	start := time.Now()
 	for i := 0; i < h.o.FreshReps && ctx.Err() == nil; i++ {
+		if i > 0 && time.Since(start) > h.o.FreshBudget {
+			h.note("freshness: stopped after %d of %d repetitions: the phase's %s bound was used up (one cycle takes %s)",
+				i, h.o.FreshReps, h.o.FreshBudget, fmtDur(h.res.Fresh[i-1].Returned))
+			return
+		}
 		base := stableBaseline(ctx, n.api, paths)
 		if len(base) == 0 {
 			h.res.FreshErr = "no path answered the same body twice in a row; nothing to watch"
 			return
 		}
-		s, summary, err := freshOnce(ctx, n.api, n.admin, n.sim, base, 4, h.o.CycleTimeout, 3*time.Second)
+		s, summary, err := freshOnce(ctx, n.api, n.admin, n.sim, base, 4, h.o.CycleTimeout, 2*time.Second)
 		if err != nil {
 			h.res.FreshErr = fmt.Sprintf("repetition %d: %v", i+1, err)
 			return
 		}
 		h.res.Fresh = append(h.res.Fresh, s)
 		h.res.FreshSummary = trimJSON(summary, 1500)
-		h.logf("fresh %2d: served %-8s ingest answered %-8s publish %s observed=%v %s", i+1, fmtDur(s.Served), fmtDur(s.Returned), pubStr(s), s.Observed, s.URL)
+		h.logf("fresh %2d: publish end %-8s first served %-8s last served %-8s ingest answered %-8s (%d/%d paths changed)",
+			i+1, pubStr(s), fmtDur(s.Served), fmtDur(s.LastServed), fmtDur(s.Returned), s.Changed, s.Watched)
 	}
 }
 
@@ -488,4 +503,23 @@ func trimJSON(b []byte, n int) string {
 		s = s[:n] + "…"
 	}
 	return s
+}
+
+// scrapeMetrics returns the marketd_* samples of the admin /metrics (what
+// ingest and the projector had done), for a report on a phase that timed out.
+func scrapeMetrics(ctx context.Context, admin string) string {
+	st, _, b, err := get(ctx, admin+"/metrics")
+	if err != nil || st != http.StatusOK {
+		return fmt.Sprintf("(metrics unavailable: status %d %v)", st, err)
+	}
+	var keep []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "marketd_") || strings.HasPrefix(l, "process_resident_memory_bytes") || strings.HasPrefix(l, "process_cpu_seconds_total") {
+			keep = append(keep, l)
+		}
+	}
+	if len(keep) > 60 {
+		keep = append(keep[:60], "…")
+	}
+	return strings.Join(keep, "\n")
 }

@@ -56,6 +56,7 @@ type Options struct {
 	BigSize       int // 0: skip the large market
 	BigRef        bool
 	FreshReps     int
+	FreshBudget   time.Duration // the freshness phase stops starting repetitions after this
 	ReadyTimeout  time.Duration // demo start-up
 	BigReady      time.Duration // large start-up (first cycle)
 	CycleTimeout  time.Duration
@@ -71,12 +72,13 @@ func defaultOptions(quick bool) Options {
 		Quick: quick, BinDir: "bench-results/.bin", RepoDir: ".", OutDir: "bench-results",
 		ServerCore: "0", WrkCore: "1",
 		Wrk:  WrkOptions{Threads: 1, Connections: 64, Duration: 10 * time.Second},
-		Runs: 3, DemoSize: 300, BigSize: 100_000, FreshReps: 20,
-		ReadyTimeout: 2 * time.Minute, BigReady: 6 * time.Minute, CycleTimeout: 4 * time.Minute,
-		ReplayTimeout: 4 * time.Minute, GoBench: true, BenchTime: "1s",
+		Runs: 3, DemoSize: 300, BigSize: 100_000, FreshReps: 20, FreshBudget: 2 * time.Minute,
+		ReadyTimeout: 3 * time.Minute, BigReady: 5 * time.Minute, CycleTimeout: 4 * time.Minute,
+		ReplayTimeout: 3 * time.Minute, GoBench: true, BenchTime: "1s",
 	}
 	if quick {
 		o.Wrk.Duration, o.Runs, o.BigSize, o.FreshReps, o.BenchTime = 2*time.Second, 1, 5000, 5, "100ms"
+		o.FreshBudget, o.BigReady = time.Minute, 3*time.Minute
 	}
 	return o
 }
@@ -113,6 +115,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.IntVar(&o.BigSize, "big", envInt(getenv, "BENCH_BIG", o.BigSize), "large market size in collections (0: skip)")
 	fs.BoolVar(&o.BigRef, "big-ref", getenv("BENCH_BIG_REF") == "1", "also run the reference at the large size")
 	fs.IntVar(&o.FreshReps, "fresh-reps", envInt(getenv, "BENCH_FRESH_REPS", o.FreshReps), "freshness repetitions")
+	fs.DurationVar(&o.FreshBudget, "fresh-budget", envDur(getenv, "BENCH_FRESH_BUDGET", o.FreshBudget), "time bound of the freshness phase")
 	fs.DurationVar(&o.ReadyTimeout, "ready-timeout", envDur(getenv, "BENCH_READY_TIMEOUT", o.ReadyTimeout), "demo start-up bound")
 	fs.DurationVar(&o.BigReady, "big-ready-timeout", envDur(getenv, "BENCH_BIG_READY_TIMEOUT", o.BigReady), "large start-up bound")
 	fs.DurationVar(&o.CycleTimeout, "cycle-timeout", envDur(getenv, "BENCH_CYCLE_TIMEOUT", o.CycleTimeout), "one ingest cycle bound")
@@ -170,6 +173,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	h.run(ctx)
 	h.res.Finished = time.Now()
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		h.res.Machine["loadEnd"] = strings.Join(strings.Fields(string(b))[:3], " ")
+	}
 	path := filepath.Join(o.OutDir, stamp+".md")
 	if o.Quick {
 		path = filepath.Join(o.OutDir, stamp+"-quick.md")

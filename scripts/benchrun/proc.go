@@ -251,7 +251,8 @@ func tail(s string, n int) string {
 // machineInfo describes the host for the report header.
 func machineInfo(ctx context.Context) map[string]string {
 	info := map[string]string{"nproc": "?", "cpu": "?", "memory": "?", "go": "?", "kernel": "?", "load": "?"}
-	if out, _, err := runCmd(ctx, 10*time.Second, "", "nproc"); err == nil {
+	// nproc --all: this process runs pinned to one core, plain nproc would say 1.
+	if out, _, err := runCmd(ctx, 10*time.Second, "", "nproc", "--all"); err == nil {
 		info["nproc"] = strings.TrimSpace(out)
 	}
 	if f, err := os.Open("/proc/cpuinfo"); err == nil {
