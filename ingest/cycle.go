@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"hash/fnv"
 	"sort"
@@ -149,13 +148,14 @@ func (c *cycle) accept(key string, n int) {
 
 // pollDone records a poll's outcome. It reports false when the cycle
 // already failed to publish (then nothing more should be published).
-func (c *cycle) pollDone(key string, err error) bool {
+func (c *cycle) pollDone(key string, err error, began time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.pubErr != nil {
 		return false
 	}
 	s := c.src(key)
+	s.TookMS = time.Since(began).Milliseconds()
 	if err != nil {
 		s.PollsFailed++
 		s.ErrorClass = source.ErrorClass(err)
@@ -175,22 +175,11 @@ func subject(m *readmodel.Message) string {
 	return string(m.Kind) + "/" + string(m.Source) + "/" + m.CollectionID + "/" + strconv.FormatUint(uint64(m.Bucket), 10)
 }
 
-func contentHash(v any) [16]byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		b = []byte(err.Error())
-	}
-	s := sha256.Sum256(b)
-	var h [16]byte
-	copy(h[:], s[:16])
-	return h
-}
 
-// offer publishes msg unless its content (hashed from hashed) equals the
+// offer publishes msg unless its content hash h equals the hash of the
 // last flushed publish of its subject.
-func (c *cycle) offer(ctx context.Context, key string, msg *readmodel.Message, hashed any) error {
+func (c *cycle) offer(ctx context.Context, key string, msg *readmodel.Message, h [16]byte) error {
 	subj := subject(msg)
-	h := contentHash(hashed)
 	if old, ok := c.in.hashes[subj]; ok && old == h {
 		c.mu.Lock()
 		c.src(key).Unchanged++
@@ -261,6 +250,7 @@ func (c *cycle) setStatus(ctx context.Context, src readmodel.Source, coll string
 }
 
 func (c *cycle) pollCollections(ctx context.Context) {
+	began := time.Now()
 	src := readmodel.SourceCollectionIndex
 	key := string(src)
 	var list []collInfo
@@ -285,13 +275,13 @@ func (c *cycle) pollCollections(ctx context.Context) {
 			c.accept(key, 1)
 			list = append(list, collInfo{id: d.ID, hasContract: d.ContractAddress != ""})
 			msg := &readmodel.Message{Kind: readmodel.KindCollection, Source: src, CollectionID: d.ID, Collection: &d}
-			if err := c.offer(ctx, key, msg, &d); err != nil {
+			if err := c.offer(ctx, key, msg, contentHash(&d)); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	if !c.pollDone(key, err) {
+	if !c.pollDone(key, err, began) {
 		return
 	}
 	if err == nil {
@@ -306,6 +296,7 @@ func (c *cycle) pollCollections(ctx context.Context) {
 }
 
 func (c *cycle) pollRates(ctx context.Context) {
+	began := time.Now()
 	src := readmodel.SourcePriceFeed
 	key := string(src)
 	rates, bad, err := c.in.clients[src].Rates(ctx)
@@ -316,11 +307,11 @@ func (c *cycle) pollRates(ctx context.Context) {
 		}
 		c.accept(key, len(norm))
 		msg := &readmodel.Message{Kind: readmodel.KindRates, Source: src, Rates: norm}
-		if perr := c.offer(ctx, key, msg, norm); perr != nil {
+		if perr := c.offer(ctx, key, msg, contentHash(norm)); perr != nil {
 			return
 		}
 	}
-	if !c.pollDone(key, err) {
+	if !c.pollDone(key, err, began) {
 		return
 	}
 	_ = c.setStatus(ctx, src, "", err)
@@ -388,25 +379,12 @@ func sortListings(rows []readmodel.ListingRow) {
 }
 
 func (c *cycle) publishListings(ctx context.Context, src readmodel.Source, id string, rows []readmodel.ListingRow, pollTime time.Time) error {
-	hashed := rows
-	for i := range rows {
-		if rows[i].Timestamp.Equal(pollTime) {
-			// Stamped with the poll time: hash without it so the row does
-			// not republish every cycle.
-			hashed = append([]readmodel.ListingRow(nil), rows...)
-			for j := range hashed {
-				if hashed[j].Timestamp.Equal(pollTime) {
-					hashed[j].Timestamp = time.Time{}
-				}
-			}
-			break
-		}
-	}
 	msg := &readmodel.Message{Kind: readmodel.KindListings, Source: src, CollectionID: id, Listings: rows}
-	return c.offer(ctx, string(src), msg, hashed)
+	return c.offer(ctx, string(src), msg, hashListings(rows, pollTime))
 }
 
 func (c *cycle) pollListings(ctx context.Context, src readmodel.Source) {
+	began := time.Now()
 	key := string(src)
 	keep := readmodel.OrderBookMax
 	if src == readmodel.SourceIndexerMirror {
@@ -450,7 +428,7 @@ func (c *cycle) pollListings(ctx context.Context, src readmodel.Source) {
 		}
 		return nil
 	})
-	if !c.pollDone(key, err) {
+	if !c.pollDone(key, err, began) {
 		return
 	}
 	now := c.in.now().UTC()
@@ -476,6 +454,7 @@ func TokenBucket(tokenKey string, n int) uint32 {
 }
 
 func (c *cycle) pollTokens(ctx context.Context) {
+	began := time.Now()
 	src := readmodel.SourceIndexerMirror
 	key := TokensPoll
 	wm, err := c.in.clients[src].Tokens(ctx, c.in.tokWM, c.in.cfg.PageLimit, func(groups []source.RawGroup) error {
@@ -518,7 +497,7 @@ func (c *cycle) pollTokens(ctx context.Context) {
 					sort.Slice(toks, func(i, j int) bool { return toks[i].TokenID < toks[j].TokenID })
 				}
 				msg := &readmodel.Message{Kind: readmodel.KindTokens, Source: src, CollectionID: id, Bucket: uint32(b), Tokens: toks}
-				if err := c.offer(ctx, key, msg, toks); err != nil {
+				if err := c.offer(ctx, key, msg, hashTokens(toks, now)); err != nil {
 					return err
 				}
 			}
@@ -528,7 +507,7 @@ func (c *cycle) pollTokens(ctx context.Context) {
 		}
 		return nil
 	})
-	if !c.pollDone(key, err) {
+	if !c.pollDone(key, err, began) {
 		return
 	}
 	if err == nil {
@@ -542,6 +521,7 @@ func (c *cycle) pollTokens(ctx context.Context) {
 func (c *cycle) pollFlat(ctx context.Context, src readmodel.Source,
 	walk func(context.Context, int, func([]json.RawMessage) error) error,
 	build func(raw json.RawMessage) (string, *readmodel.Message, any, error)) {
+	began := time.Now()
 	key := string(src)
 	seen := map[string]bool{}
 	err := walk(ctx, c.in.cfg.PageLimit, func(items []json.RawMessage) error {
@@ -558,7 +538,7 @@ func (c *cycle) pollFlat(ctx context.Context, src readmodel.Source,
 			seen[id] = true
 			c.accept(key, 1)
 			msg.Source, msg.CollectionID = src, id
-			if err := c.offer(ctx, key, msg, hashed); err != nil {
+			if err := c.offer(ctx, key, msg, contentHash(hashed)); err != nil {
 				return err
 			}
 			if err := c.setStatus(ctx, src, id, nil); err != nil {
@@ -567,7 +547,7 @@ func (c *cycle) pollFlat(ctx context.Context, src readmodel.Source,
 		}
 		return nil
 	})
-	if !c.pollDone(key, err) {
+	if !c.pollDone(key, err, began) {
 		return
 	}
 	c.finish(ctx, src, seen, err, nil)
@@ -604,6 +584,7 @@ func (c *cycle) pollAnalytics(ctx context.Context) {
 }
 
 func (c *cycle) pollSales(ctx context.Context) {
+	began := time.Now()
 	src := readmodel.SourceSales
 	key := string(src)
 	batch := uint32(0)
@@ -645,7 +626,7 @@ func (c *cycle) pollSales(ctx context.Context) {
 		}
 		return nil
 	})
-	if !c.pollDone(key, err) {
+	if !c.pollDone(key, err, began) {
 		return
 	}
 	c.mu.Lock()

@@ -30,6 +30,7 @@ type SourceSummary struct {
 	Rejected     map[string]int `json:"rejected,omitempty"` // by readmodel.RejectReason
 	Published    int            `json:"published"`
 	Unchanged    int            `json:"unchanged"`
+	TookMS       int64          `json:"tookMs"` // wall time of the poll, publishing included
 }
 
 // Stats are cumulative counters since New, for metrics.

@@ -132,7 +132,10 @@ func (c *Client) fail(err error) error {
 }
 
 // walk fetches every page of a paged endpoint, calling fn per page in
-// order. It stops at the first error (from the upstream or from fn).
+// order. While fn handles a page the next one is already being fetched, so
+// decoding upstream and processing overlap. It stops at the first error
+// (from the upstream or from fn) and returns only when no fetch is in
+// flight.
 func walk[T any](ctx context.Context, c *Client, path string, q url.Values, limit int, fn func(*Page[T]) error) error {
 	if q == nil {
 		q = url.Values{}
@@ -140,20 +143,50 @@ func walk[T any](ctx context.Context, c *Client, path string, q url.Values, limi
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		p   *Page[T]
+		err error
+	}
+	fetch := func(q url.Values) chan result {
+		ch := make(chan result, 1)
+		go func() {
+			var p Page[T]
+			err := c.get(ctx, path, q, &p)
+			ch <- result{&p, err}
+		}()
+		return ch
+	}
+	cur := fetch(q)
 	for pages := 0; ; pages++ {
-		if pages > 1_000_000 {
-			return c.fail(classed(ClassBadPayload, errors.New("cursor never ends")))
+		r := <-cur
+		if r.err != nil {
+			return r.err
 		}
-		var p Page[T]
-		if err := c.get(ctx, path, q, &p); err != nil {
+		var next chan result
+		if nc := r.p.NextCursor; nc != "" && nc != q.Get("cursor") {
+			if pages > 1_000_000 {
+				return c.fail(classed(ClassBadPayload, errors.New("cursor never ends")))
+			}
+			q2 := url.Values{}
+			for k, v := range q {
+				q2[k] = v
+			}
+			q2.Set("cursor", nc)
+			q = q2
+			next = fetch(q2)
+		}
+		if err := fn(r.p); err != nil {
+			if next != nil {
+				cancel()
+				<-next
+			}
 			return err
 		}
-		if err := fn(&p); err != nil {
-			return err
-		}
-		if p.NextCursor == "" || p.NextCursor == q.Get("cursor") {
+		if next == nil {
 			return nil
 		}
-		q.Set("cursor", p.NextCursor)
+		cur = next
 	}
 }

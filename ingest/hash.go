@@ -1,0 +1,119 @@
+package ingest
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/marketd/marketd/readmodel"
+)
+
+// contentHash is the change-detection hash of any JSON-encodable payload.
+func contentHash(v any) [16]byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte(err.Error())
+	}
+	return sum16(b)
+}
+
+func sum16(b []byte) [16]byte {
+	s := sha256.Sum256(b)
+	var h [16]byte
+	copy(h[:], s[:16])
+	return h
+}
+
+// fieldHasher writes fields into one buffer, each terminated, and hashes it:
+// the bulk kinds (listings, tokens) hash this way instead of through JSON.
+type fieldHasher struct{ buf []byte }
+
+func (f *fieldHasher) s(v string) { f.buf = append(append(f.buf, v...), 0) }
+func (f *fieldHasher) b(v bool) {
+	if v {
+		f.buf = append(f.buf, 1)
+	} else {
+		f.buf = append(f.buf, 2)
+	}
+}
+func (f *fieldHasher) t(v time.Time) {
+	if v.IsZero() {
+		f.buf = append(f.buf, 'z')
+		return
+	}
+	f.buf = binary.BigEndian.AppendUint64(append(f.buf, 't'), uint64(v.UnixNano()))
+}
+func (f *fieldHasher) tp(v *time.Time) {
+	if v == nil {
+		f.buf = append(f.buf, 'n')
+		return
+	}
+	f.t(*v)
+}
+func (f *fieldHasher) ip(v *int64) {
+	if v == nil {
+		f.buf = append(f.buf, 'n')
+		return
+	}
+	f.s(strconv.FormatInt(*v, 10))
+}
+
+// listing writes every field of r; a timestamp equal to pollTime (the
+// poll-time default) is left out so it does not count as a change.
+func (f *fieldHasher) listing(r *readmodel.ListingRow, pollTime time.Time) {
+	f.s(string(r.Chain))
+	f.s(r.ContractAddress)
+	f.s(r.TokenID)
+	f.s(r.Mint)
+	f.s(r.CollectionID)
+	f.s(r.PriceRaw)
+	f.s(r.Seller)
+	f.s(r.Marketplace)
+	f.s(string(r.Status))
+	f.tp(r.ExpiresAt)
+	if r.Timestamp.Equal(pollTime) {
+		f.t(time.Time{})
+	} else {
+		f.t(r.Timestamp)
+	}
+	f.s(r.OrderID)
+	f.s(r.Tx)
+	f.s(r.BuyerTotalRaw)
+	f.buf = append(f.buf, '|')
+}
+
+func hashListings(rows []readmodel.ListingRow, pollTime time.Time) [16]byte {
+	f := fieldHasher{buf: make([]byte, 0, 256*len(rows)+8)}
+	for i := range rows {
+		f.listing(&rows[i], pollTime)
+	}
+	return sum16(f.buf)
+}
+
+func hashTokens(docs []readmodel.TokenDoc, pollTime time.Time) [16]byte {
+	f := fieldHasher{buf: make([]byte, 0, 384*len(docs)+8)}
+	for i := range docs {
+		d := &docs[i]
+		f.s(string(d.Chain))
+		f.s(d.ContractAddress)
+		f.s(d.TokenID)
+		f.s(d.CollectionID)
+		f.s(d.Name)
+		f.s(d.Image)
+		f.ip(d.RarityRank)
+		f.s(d.OwnerAddress)
+		f.b(d.InCustody)
+		f.s(d.CustodyLabel)
+		if d.Overlay != nil {
+			f.buf = append(f.buf, 'o')
+			f.listing(d.Overlay, pollTime)
+		} else {
+			f.buf = append(f.buf, 'n')
+		}
+		f.s(d.LastSaleRaw)
+		f.buf = append(f.buf, '#')
+	}
+	return sum16(f.buf)
+}
