@@ -22,10 +22,11 @@ func TestTwoServeNodesConverge(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	e := mustEnv(t)
-	e.publish(cycle(20, 1)...) // history before the nodes start
+	e.publish(cycle(10, 1)...) // history before the nodes start
 
 	var nodes []*projector.Projector
 	st2, p2 := e.mustNode(t.TempDir())
+	start := time.Now()
 	for _, p := range []*projector.Projector{e.p, p2} {
 		require.NoError(t, p.Open(ctx))
 		t.Cleanup(func() { _ = p.Close(context.Background()) })
@@ -34,12 +35,13 @@ func TestTwoServeNodesConverge(t *testing.T) {
 
 	// Ingest publishes further cycles while the nodes consume.
 	var pos readmodel.Position
-	for round := 2; round <= 4; round++ {
-		pos = e.publish(cycle(20, round)...)
+	for round := 2; round <= 3; round++ {
+		pos = e.publish(cycle(10, round)...)
 	}
 	for _, p := range nodes {
 		require.NoError(t, p.WaitFor(ctx, pos))
 	}
+	t.Logf("converged in %s", time.Since(start))
 	assert.Equal(t, digest(t, e.st), digest(t, st2))
 
 	ref, refP := e.mustNode(t.TempDir())

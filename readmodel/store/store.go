@@ -498,8 +498,8 @@ func (s *Store) Digest(ctx context.Context) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// Backup writes a full snapshot of the store to path's writer side (used by
-// replay to start a build from the node's current views).
+// CopyTo copies every key except superseded listing snapshots into dst (used by
+// replay to start a build from the node's current views). dst must be unused.
 func (s *Store) CopyTo(ctx context.Context, dst *Store) error {
 	err := s.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 256})
