@@ -1,0 +1,121 @@
+package store
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/marketd/marketd/readmodel"
+)
+
+func mustOpen(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), t.TempDir(), Options{MemTableSize: 8 << 20})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	return s
+}
+
+func TestCodecsRoundTripAndRejectGarbage(t *testing.T) {
+	after := time.Date(2026, 9, 1, 12, 30, 0, 0, time.UTC)
+	lv := readmodel.ListingsView{Version: 7, Items: [][]byte{[]byte(`{"a":1}`), []byte(`{"b":2}`)}, ExpiresAt: []int64{0, 99},
+		StaleSources: []readmodel.Source{readmodel.SourceOrderBook}, AllFailed: true}
+	fv := readmodel.FloorView{Version: 3, Body: readmodel.TimedBody{Head: []byte(`{"x":"`), Tail: []byte(`"}`), Timed: true},
+		FallbackAfter: after, Fallback: readmodel.TimedBody{Head: []byte(`{}`)}}
+	cv := readmodel.CollectionView{ID: "id", Chain: readmodel.Base, HasContract: true, Version: 9, Detail: []byte(`{}`)}
+	tv := readmodel.TokenView{Version: 1, Body: readmodel.TimedBody{Head: []byte(`{}`)}}
+
+	gotL, ok := decodeListings(encodeListings(lv))
+	require.True(t, ok)
+	assert.Equal(t, lv, gotL)
+	gotF, ok := decodeFloor(encodeFloor(fv))
+	require.True(t, ok)
+	assert.Equal(t, fv, gotF)
+	gotC, ok := decodeCollection("id", encodeCollection(cv))
+	require.True(t, ok)
+	assert.Equal(t, cv, gotC)
+	gotT, ok := decodeToken(encodeToken(tv))
+	require.True(t, ok)
+	assert.Equal(t, tv, gotT)
+
+	garbage := map[string][]byte{
+		"empty":     nil,
+		"short":     {1, 2, 3},
+		"huge len":  append(make([]byte, 8), 0, 0xff, 0xff, 0xff, 0xff, 0x0f),
+		"truncated": encodeListings(lv)[:20],
+	}
+	for name, g := range garbage {
+		t.Run(name, func(t *testing.T) {
+			assert.NotPanics(t, func() {
+				_, ok1 := decodeListings(g)
+				_, ok2 := decodeFloor(g)
+				_, ok3 := decodeCollection("x", g)
+				assert.False(t, ok1 && ok2 && ok3)
+			})
+		})
+	}
+}
+
+func TestCommitInvalidatesCache(t *testing.T) {
+	ctx := context.Background()
+	s := mustOpen(t)
+	put := func(detail string) {
+		require.NoError(t, s.Update(ctx, func(tx *Tx) error {
+			tx.PutCollection(readmodel.CollectionView{ID: "c", Chain: readmodel.Solana, Version: tx.NextVersion(), Detail: []byte(detail)})
+			return nil
+		}))
+	}
+	put(`{"v":1}`)
+	v, err := s.Collection(ctx, "c")
+	require.NoError(t, err)
+	assert.Equal(t, `{"v":1}`, string(v.Detail))
+	v2, err := s.Collection(ctx, "c") // from cache
+	require.NoError(t, err)
+	assert.Equal(t, v, v2)
+	put(`{"v":2}`)
+	v, err = s.Collection(ctx, "c")
+	require.NoError(t, err)
+	assert.Equal(t, `{"v":2}`, string(v.Detail))
+
+	t.Run("a failed update writes nothing", func(t *testing.T) {
+		err := s.Update(ctx, func(tx *Tx) error {
+			tx.PutCollection(readmodel.CollectionView{ID: "c", Detail: []byte(`{"v":3}`)})
+			return readmodel.Errorf(readmodel.Internal, "boom")
+		})
+		require.Error(t, err)
+		v, err := s.Collection(ctx, "c")
+		require.NoError(t, err)
+		assert.Equal(t, `{"v":2}`, string(v.Detail))
+	})
+}
+
+func TestDigestIgnoresVersionsAndBookkeeping(t *testing.T) {
+	ctx := context.Background()
+	a, b := mustOpen(t), mustOpen(t)
+	write := func(s *Store, version uint64, pos uint64) {
+		require.NoError(t, s.Update(ctx, func(tx *Tx) error {
+			tx.PutCollection(readmodel.CollectionView{ID: "c", Chain: readmodel.Solana, Version: version, Detail: []byte(`{}`)})
+			tx.SetPosition("S", StreamPos{Seq: pos, ID: "x"})
+			return nil
+		}))
+	}
+	write(a, 1, 10)
+	write(b, 5, 99)
+	da, err := a.Digest(ctx)
+	require.NoError(t, err)
+	db, err := b.Digest(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, da, db)
+	assert.Len(t, da, 64)
+
+	require.NoError(t, b.Update(ctx, func(tx *Tx) error {
+		tx.PutCollection(readmodel.CollectionView{ID: "c", Chain: readmodel.Solana, Version: 6, Detail: []byte(`{"changed":true}`)})
+		return nil
+	}))
+	db, err = b.Digest(ctx)
+	require.NoError(t, err)
+	assert.NotEqual(t, da, db, "content changes change the digest")
+}
