@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"context"
-	"encoding/json"
 	"hash/fnv"
 	"sort"
 	"strconv"
@@ -140,6 +139,12 @@ func (c *cycle) reject(key string, err error, n int) {
 	s.Rejected[string(readmodel.ReasonOf(err))] += n
 }
 
+func (c *cycle) rejectAll(key string, errs []error) {
+	for _, err := range errs {
+		c.reject(key, err, 1)
+	}
+}
+
 func (c *cycle) accept(key string, n int) {
 	c.mu.Lock()
 	c.src(key).RowsAccepted += n
@@ -174,7 +179,6 @@ func (c *cycle) failed() bool {
 func subject(m *readmodel.Message) string {
 	return string(m.Kind) + "/" + string(m.Source) + "/" + m.CollectionID + "/" + strconv.FormatUint(uint64(m.Bucket), 10)
 }
-
 
 // offer publishes msg unless its content hash h equals the hash of the
 // last flushed publish of its subject.
@@ -255,13 +259,9 @@ func (c *cycle) pollCollections(ctx context.Context) {
 	key := string(src)
 	var list []collInfo
 	seen := map[string]bool{}
-	err := c.in.clients[src].Collections(ctx, c.in.cfg.PageLimit, func(items []json.RawMessage) error {
-		for _, raw := range items {
-			var rc readmodel.RawCollection
-			if err := source.DecodeRow(raw, &rc); err != nil {
-				c.reject(key, err, 1)
-				continue
-			}
+	err := c.in.clients[src].Collections(ctx, c.in.cfg.PageLimit, func(page source.Rows[readmodel.RawCollection]) error {
+		c.rejectAll(key, page.Rejects)
+		for _, rc := range page.Rows {
 			d, err := readmodel.NormalizeCollection(rc)
 			if err != nil {
 				c.reject(key, err, 1)
@@ -391,22 +391,18 @@ func (c *cycle) pollListings(ctx context.Context, src readmodel.Source) {
 		keep = MirrorKeep
 	}
 	seen := map[string]bool{}
-	err := c.in.clients[src].Listings(ctx, c.in.cfg.PageLimit, func(groups []source.RawGroup) error {
+	err := c.in.clients[src].Listings(ctx, c.in.cfg.PageLimit, func(groups []source.RowsGroup[readmodel.RawListing]) error {
 		now := c.in.now().UTC()
 		for _, g := range groups {
-			id, ok := c.groupID(key, g.CollectionID, len(g.Rows))
+			id, ok := c.groupID(key, g.CollectionID, len(g.Rows)+len(g.Rejects))
 			if !ok || seen[id] {
 				continue
 			}
 			seen[id] = true
+			c.rejectAll(key, g.Rejects)
 			rows := make([]readmodel.ListingRow, 0, len(g.Rows))
-			for _, raw := range g.Rows {
-				var rl readmodel.RawListing
-				if err := source.DecodeRow(raw, &rl); err != nil {
-					c.reject(key, err, 1)
-					continue
-				}
-				r, err := readmodel.NormalizeListing(src, rl, now)
+			for i := range g.Rows {
+				r, err := readmodel.NormalizeListing(src, g.Rows[i], now)
 				if err != nil {
 					c.reject(key, err, 1)
 					continue
@@ -457,21 +453,17 @@ func (c *cycle) pollTokens(ctx context.Context) {
 	began := time.Now()
 	src := readmodel.SourceIndexerMirror
 	key := TokensPoll
-	wm, err := c.in.clients[src].Tokens(ctx, c.in.tokWM, c.in.cfg.PageLimit, func(groups []source.RawGroup) error {
+	wm, err := c.in.clients[src].Tokens(ctx, c.in.tokWM, c.in.cfg.PageLimit, func(groups []source.RowsGroup[readmodel.RawToken]) error {
 		now := c.in.now().UTC()
 		for _, g := range groups {
-			id, ok := c.groupID(key, g.CollectionID, len(g.Rows))
+			id, ok := c.groupID(key, g.CollectionID, len(g.Rows)+len(g.Rejects))
 			if !ok {
 				continue
 			}
+			c.rejectAll(key, g.Rejects)
 			docs := make([]readmodel.TokenDoc, 0, len(g.Rows))
-			for _, raw := range g.Rows {
-				var rt readmodel.RawToken
-				if err := source.DecodeRow(raw, &rt); err != nil {
-					c.reject(key, err, 1)
-					continue
-				}
-				d, err := readmodel.NormalizeToken(rt, now)
+			for i := range g.Rows {
+				d, err := readmodel.NormalizeToken(g.Rows[i], now)
 				if err != nil {
 					c.reject(key, err, 1)
 					continue
@@ -517,16 +509,19 @@ func (c *cycle) pollTokens(ctx context.Context) {
 	}
 }
 
-// pollFlat polls a flat per-collection endpoint (indexer-stats, analytics).
-func (c *cycle) pollFlat(ctx context.Context, src readmodel.Source,
-	walk func(context.Context, int, func([]json.RawMessage) error) error,
-	build func(raw json.RawMessage) (string, *readmodel.Message, any, error)) {
+// pollFlat polls a flat per-collection endpoint (indexer-stats, analytics):
+// walk delivers pages, build normalizes one row into (collection id,
+// message, content hash).
+func pollFlat[R any](ctx context.Context, c *cycle, src readmodel.Source,
+	walk func(context.Context, int, func(source.Rows[R]) error) error,
+	build func(r *R) (string, *readmodel.Message, [16]byte, error)) {
 	began := time.Now()
 	key := string(src)
 	seen := map[string]bool{}
-	err := walk(ctx, c.in.cfg.PageLimit, func(items []json.RawMessage) error {
-		for _, raw := range items {
-			rawID, msg, hashed, err := build(raw)
+	err := walk(ctx, c.in.cfg.PageLimit, func(page source.Rows[R]) error {
+		c.rejectAll(key, page.Rejects)
+		for i := range page.Rows {
+			rawID, msg, h, err := build(&page.Rows[i])
 			if err != nil {
 				c.reject(key, err, 1)
 				continue
@@ -538,7 +533,7 @@ func (c *cycle) pollFlat(ctx context.Context, src readmodel.Source,
 			seen[id] = true
 			c.accept(key, 1)
 			msg.Source, msg.CollectionID = src, id
-			if err := c.offer(ctx, key, msg, contentHash(hashed)); err != nil {
+			if err := c.offer(ctx, key, msg, h); err != nil {
 				return err
 			}
 			if err := c.setStatus(ctx, src, id, nil); err != nil {
@@ -554,32 +549,24 @@ func (c *cycle) pollFlat(ctx context.Context, src readmodel.Source,
 }
 
 func (c *cycle) pollStats(ctx context.Context) {
-	c.pollFlat(ctx, readmodel.SourceIndexerStats, c.in.clients[readmodel.SourceIndexerStats].Stats,
-		func(raw json.RawMessage) (string, *readmodel.Message, any, error) {
-			var rs readmodel.RawStats
-			if err := source.DecodeRow(raw, &rs); err != nil {
-				return "", nil, nil, err
-			}
-			id, st, err := readmodel.NormalizeStats(rs)
+	pollFlat(ctx, c, readmodel.SourceIndexerStats, c.in.clients[readmodel.SourceIndexerStats].Stats,
+		func(rs *readmodel.RawStats) (string, *readmodel.Message, [16]byte, error) {
+			id, st, err := readmodel.NormalizeStats(*rs)
 			if err != nil {
-				return "", nil, nil, err
+				return "", nil, [16]byte{}, err
 			}
-			return id, &readmodel.Message{Kind: readmodel.KindStats, Stats: &st}, &st, nil
+			return id, &readmodel.Message{Kind: readmodel.KindStats, Stats: &st}, contentHash(&st), nil
 		})
 }
 
 func (c *cycle) pollAnalytics(ctx context.Context) {
-	c.pollFlat(ctx, readmodel.SourceAnalytics, c.in.clients[readmodel.SourceAnalytics].Analytics,
-		func(raw json.RawMessage) (string, *readmodel.Message, any, error) {
-			var ra readmodel.RawAnalytics
-			if err := source.DecodeRow(raw, &ra); err != nil {
-				return "", nil, nil, err
-			}
-			id, a, err := readmodel.NormalizeAnalytics(ra)
+	pollFlat(ctx, c, readmodel.SourceAnalytics, c.in.clients[readmodel.SourceAnalytics].Analytics,
+		func(ra *readmodel.RawAnalytics) (string, *readmodel.Message, [16]byte, error) {
+			id, a, err := readmodel.NormalizeAnalytics(*ra)
 			if err != nil {
-				return "", nil, nil, err
+				return "", nil, [16]byte{}, err
 			}
-			return id, &readmodel.Message{Kind: readmodel.KindAnalytics, Analytics: &a}, &a, nil
+			return id, &readmodel.Message{Kind: readmodel.KindAnalytics, Analytics: &a}, contentHash(&a), nil
 		})
 }
 
@@ -588,16 +575,12 @@ func (c *cycle) pollSales(ctx context.Context) {
 	src := readmodel.SourceSales
 	key := string(src)
 	batch := uint32(0)
-	next, err := c.in.clients[src].Sales(ctx, c.in.salesAt, c.in.cfg.PageLimit, func(items []json.RawMessage, _ string) error {
+	next, err := c.in.clients[src].Sales(ctx, c.in.salesAt, c.in.cfg.PageLimit, func(page source.Rows[readmodel.RawSale], _ string) error {
 		by := map[string][]readmodel.SaleRow{}
 		var order []string
-		for _, raw := range items {
-			var rs readmodel.RawSale
-			if err := source.DecodeRow(raw, &rs); err != nil {
-				c.reject(key, err, 1)
-				continue
-			}
-			s, err := readmodel.NormalizeSale(rs)
+		c.rejectAll(key, page.Rejects)
+		for i := range page.Rows {
+			s, err := readmodel.NormalizeSale(page.Rows[i])
 			if err != nil {
 				c.reject(key, err, 1)
 				continue

@@ -224,11 +224,23 @@ func NormalizeCollectionID(s string) (string, error) {
 // canonical (no leading zeros). Negative, fractional, exponent, hex and
 // empty values are RejectBadPrice.
 func NormalizePriceRaw(s string) (string, error) {
-	n, err := ParseRaw(s)
-	if err != nil {
-		return "", &RejectError{Reason: RejectBadPrice, Field: "price", Detail: ErrorMessage(err)}
+	// The rules of ParseRaw, without a big.Int: 1 to MaxRawDigits ASCII
+	// digits; canonical form drops leading zeros.
+	if s == "" || len(s) > MaxRawDigits {
+		return "", normReject(RejectBadPrice, "price", "%q is not an integer of 1 to %d digits", normClip(s), MaxRawDigits)
 	}
-	return n.String(), nil
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return "", normReject(RejectBadPrice, "price", "%q is not a non-negative integer", normClip(s))
+		}
+	}
+	if s[0] != '0' {
+		return s, nil
+	}
+	if t := strings.TrimLeft(s, "0"); t != "" {
+		return t, nil
+	}
+	return "0", nil
 }
 
 // NormalizeTime parses an RFC 3339 upstream time; "" is the zero time.

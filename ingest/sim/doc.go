@@ -12,7 +12,7 @@
 // the same Options (seed, sizes, Anchor, Step) and the same tick count give
 // byte-identical answers. Simulated time is Anchor + tick × Step.
 //
-// Each collection changes in epochs of 1 to 10 ticks; at an epoch boundary
+// Each collection changes in epochs of 4 to 27 ticks (1 for two edge cases); at an epoch boundary
 // about a third of its tokens change: new listings, cancels, sales (with
 // the sold listing's orderId), new owners, repricing. Expiries are absolute
 // times, so listings also expire against the wall clock between ticks.

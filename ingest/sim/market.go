@@ -114,7 +114,7 @@ func (m *market) coll(c int) coll {
 	} else {
 		k.floor = scale(oneETH, int64(1+u%20000), 1000, u>>20%1_000_000_007)
 	}
-	k.period = 3 + int64(m.h(tagPeriod, cu, 0, 0)%8)
+	k.period = 4 + int64(m.h(tagPeriod, cu, 0, 0)%24)
 	k.phase = int64(m.h(tagPhase, cu, 0, 0) % uint64(k.period))
 	switch k.edge {
 	case EdgeNoContract, EdgeChainMissing:

@@ -130,7 +130,7 @@ func TestTimeoutFaultReleasedByClose(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	c := source.NewClient(readmodel.SourceAnalytics, srv.URL+"/analytics", time.Minute, nil)
-	err := c.Analytics(ctx, 0, func([]json.RawMessage) error { return nil })
+	err := c.Analytics(ctx, 0, func(source.Rows[readmodel.RawAnalytics]) error { return nil })
 	require.Error(t, err)
 	assert.Equal(t, source.ClassTimeout, source.ErrorClass(err))
 

@@ -5,29 +5,55 @@ import (
 	"encoding/json"
 	"net/url"
 	"strconv"
+
+	"github.com/marketd/marketd/readmodel"
 )
 
 // RawGroup is one collection's undecoded rows.
 type RawGroup = Group[json.RawMessage]
 
+func flat[R any](body []byte) (Rows[R], string, error) {
+	p, rejects, err := DecodeFlat[R](body)
+	if err != nil {
+		return Rows[R]{}, "", err
+	}
+	return Rows[R]{Rows: p.Items, Rejects: rejects}, p.NextCursor, nil
+}
+
+type groupedPage[R any] struct {
+	groups    []RowsGroup[R]
+	watermark string
+}
+
+func grouped[R any](body []byte) (groupedPage[R], string, error) {
+	p, err := DecodeGrouped[R](body)
+	if err != nil {
+		return groupedPage[R]{}, "", err
+	}
+	return groupedPage[R]{groups: p.Items, watermark: p.Watermark}, p.NextCursor, nil
+}
+
 // Collections walks collection-index GET /collections, calling fn with each
-// page's undecoded documents.
-func (c *Client) Collections(ctx context.Context, limit int, fn func(items []json.RawMessage) error) error {
-	return walk(ctx, c, "/collections", nil, limit, func(p *Page[json.RawMessage]) error { return fn(p.Items) })
+// page's documents and row rejections.
+func (c *Client) Collections(ctx context.Context, limit int, fn func(Rows[readmodel.RawCollection]) error) error {
+	return walk(ctx, c, "/collections", nil, limit, flat[readmodel.RawCollection], fn)
 }
 
 // Rates reads price-feed GET /rates. Rates that are not JSON numbers are
-// returned in bad (sorted by nothing in particular) and left out of rates.
+// returned in bad and left out of rates.
 func (c *Client) Rates(ctx context.Context) (rates map[string]float64, bad []string, err error) {
 	var a RatesAnswer
-	if err := c.get(ctx, "/rates", nil, &a); err != nil {
+	if err := c.getJSON(ctx, "/rates", nil, &a); err != nil {
 		return nil, nil, err
 	}
 	rates = make(map[string]float64, len(a.Rates))
 	for k, v := range a.Rates {
 		f, perr := strconv.ParseFloat(string(v), 64)
 		if perr != nil || len(k) > 16 {
-			bad = append(bad, readmodelClip(k))
+			if len(k) > 16 {
+				k = k[:16]
+			}
+			bad = append(bad, k)
 			continue
 		}
 		rates[k] = f
@@ -37,24 +63,25 @@ func (c *Client) Rates(ctx context.Context) (rates map[string]float64, bad []str
 
 // Listings walks GET /listings (order-book or indexer-mirror), calling fn
 // with each page's groups.
-func (c *Client) Listings(ctx context.Context, limit int, fn func(groups []RawGroup) error) error {
-	return walk(ctx, c, "/listings", nil, limit, func(p *Page[RawGroup]) error { return fn(p.Items) })
+func (c *Client) Listings(ctx context.Context, limit int, fn func(groups []RowsGroup[readmodel.RawListing]) error) error {
+	return walk(ctx, c, "/listings", nil, limit, grouped[readmodel.RawListing],
+		func(p groupedPage[readmodel.RawListing]) error { return fn(p.groups) })
 }
 
 // Tokens walks indexer-mirror GET /tokens?since=, calling fn with each
 // page's groups (each the complete token set of a changed collection). It
 // returns the watermark to pass as since on the next walk; since "" reads
 // every collection.
-func (c *Client) Tokens(ctx context.Context, since string, limit int, fn func(groups []RawGroup) error) (watermark string, err error) {
+func (c *Client) Tokens(ctx context.Context, since string, limit int, fn func(groups []RowsGroup[readmodel.RawToken]) error) (watermark string, err error) {
 	q := url.Values{}
 	if since != "" {
 		q.Set("since", since)
 	}
-	err = walk(ctx, c, "/tokens", q, limit, func(p *Page[RawGroup]) error {
+	err = walk(ctx, c, "/tokens", q, limit, grouped[readmodel.RawToken], func(p groupedPage[readmodel.RawToken]) error {
 		if watermark == "" {
-			watermark = p.Watermark
+			watermark = p.watermark
 		}
-		return fn(p.Items)
+		return fn(p.groups)
 	})
 	if err != nil {
 		return "", err
@@ -63,20 +90,20 @@ func (c *Client) Tokens(ctx context.Context, since string, limit int, fn func(gr
 }
 
 // Stats walks indexer-stats GET /stats.
-func (c *Client) Stats(ctx context.Context, limit int, fn func(items []json.RawMessage) error) error {
-	return walk(ctx, c, "/stats", nil, limit, func(p *Page[json.RawMessage]) error { return fn(p.Items) })
+func (c *Client) Stats(ctx context.Context, limit int, fn func(Rows[readmodel.RawStats]) error) error {
+	return walk(ctx, c, "/stats", nil, limit, flat[readmodel.RawStats], fn)
 }
 
 // Analytics walks analytics GET /analytics.
-func (c *Client) Analytics(ctx context.Context, limit int, fn func(items []json.RawMessage) error) error {
-	return walk(ctx, c, "/analytics", nil, limit, func(p *Page[json.RawMessage]) error { return fn(p.Items) })
+func (c *Client) Analytics(ctx context.Context, limit int, fn func(Rows[readmodel.RawAnalytics]) error) error {
+	return walk(ctx, c, "/analytics", nil, limit, flat[readmodel.RawAnalytics], fn)
 }
 
 // Sales reads the sales feed from cursor ("" = the start of history) until
-// it has no more items now, calling fn with each page's items and the
+// it has no more items now, calling fn with each page's rows and the
 // cursor after them. fn's error stops the walk. It returns the cursor after
-// the last page read: store it once the rows are durable.
-func (c *Client) Sales(ctx context.Context, cursor string, limit int, fn func(items []json.RawMessage, next string) error) (string, error) {
+// the last page fn accepted: store it once the rows are durable.
+func (c *Client) Sales(ctx context.Context, cursor string, limit int, fn func(rows Rows[readmodel.RawSale], next string) error) (string, error) {
 	q := url.Values{}
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
@@ -85,14 +112,18 @@ func (c *Client) Sales(ctx context.Context, cursor string, limit int, fn func(it
 		if cursor != "" {
 			q.Set("cursor", cursor)
 		}
-		var p Page[json.RawMessage]
-		if err := c.get(ctx, "/sales", q, &p); err != nil {
+		body, err := c.get(ctx, "/sales", q)
+		if err != nil {
 			return cursor, err
+		}
+		p, rejects, err := DecodeFlat[readmodel.RawSale](body)
+		if err != nil {
+			return cursor, c.fail(err)
 		}
 		if p.NextCursor == "" {
 			return cursor, c.fail(classed(ClassBadPayload, errEmptyCursor))
 		}
-		if err := fn(p.Items, p.NextCursor); err != nil {
+		if err := fn(Rows[readmodel.RawSale]{Rows: p.Items, Rejects: rejects}, p.NextCursor); err != nil {
 			return cursor, err
 		}
 		same := p.NextCursor == cursor
@@ -104,15 +135,8 @@ func (c *Client) Sales(ctx context.Context, cursor string, limit int, fn func(it
 	return cursor, nil
 }
 
-var errEmptyCursor = jsonErr("sales answer without nextCursor")
+var errEmptyCursor = errString("sales answer without nextCursor")
 
-type jsonErr string
+type errString string
 
-func (e jsonErr) Error() string { return string(e) }
-
-func readmodelClip(s string) string {
-	if len(s) > 16 {
-		return s[:16]
-	}
-	return s
-}
+func (e errString) Error() string { return string(e) }

@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -88,9 +89,9 @@ func (c *Client) WithMaxBody(n int64) *Client {
 // Source is the upstream this client reads.
 func (c *Client) Source() readmodel.Source { return c.src }
 
-// get fetches base+path?q and decodes the JSON answer into v. Errors are
-// *readmodel.Error with code upstream_error wrapping a classed cause.
-func (c *Client) get(ctx context.Context, path string, q url.Values, v any) error {
+// get fetches base+path?q and returns the body of a 200 answer. Errors
+// are *readmodel.Error with code upstream_error wrapping a classed cause.
+func (c *Client) get(ctx context.Context, path string, q url.Values) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	u := c.base + path
@@ -99,15 +100,15 @@ func (c *Client) get(ctx context.Context, path string, q url.Values, v any) erro
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return c.fail(classed(ClassTransport, err))
+		return nil, c.fail(classed(ClassTransport, err))
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return c.fail(classed(ClassTimeout, err))
+			return nil, c.fail(classed(ClassTimeout, err))
 		}
-		return c.fail(classed(ClassTransport, err))
+		return nil, c.fail(classed(ClassTransport, err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -116,13 +117,26 @@ func (c *Client) get(ctx context.Context, path string, q url.Values, v any) erro
 		if resp.StatusCode >= 500 {
 			class = ClassHTTP5xx
 		}
-		return c.fail(classed(class, fmt.Errorf("status %d", resp.StatusCode)))
+		return nil, c.fail(classed(class, fmt.Errorf("status %d", resp.StatusCode)))
 	}
-	if err := decodeBody(resp.Body, v, c.maxBody); err != nil {
+	body, err := readBodySized(resp.Body, c.maxBody, resp.ContentLength)
+	if err != nil {
 		if ctx.Err() != nil {
-			return c.fail(classed(ClassTimeout, err))
+			return nil, c.fail(classed(ClassTimeout, err))
 		}
-		return c.fail(err)
+		return nil, c.fail(err)
+	}
+	return body, nil
+}
+
+// getJSON is get plus a strict decode into v.
+func (c *Client) getJSON(ctx context.Context, path string, q url.Values, v any) error {
+	body, err := c.get(ctx, path, q)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return c.fail(classed(ClassBadPayload, err))
 	}
 	return nil
 }
@@ -131,12 +145,13 @@ func (c *Client) fail(err error) error {
 	return readmodel.Wrap(readmodel.UpstreamError, err, fmt.Sprintf("%s: poll failed (%s)", c.src, ErrorClass(err)))
 }
 
-// walk fetches every page of a paged endpoint, calling fn per page in
-// order. While fn handles a page the next one is already being fetched, so
-// decoding upstream and processing overlap. It stops at the first error
-// (from the upstream or from fn) and returns only when no fetch is in
-// flight.
-func walk[T any](ctx context.Context, c *Client, path string, q url.Values, limit int, fn func(*Page[T]) error) error {
+// walk fetches every page of a paged endpoint, decoding each with decode
+// and calling fn per page in order. While fn handles a page the next one
+// is already being fetched and decoded, so the two overlap. It stops at
+// the first error (from the upstream or from fn) and returns only when no
+// fetch is in flight.
+func walk[P any](ctx context.Context, c *Client, path string, q url.Values, limit int,
+	decode func([]byte) (P, string, error), fn func(P) error) error {
 	if q == nil {
 		q = url.Values{}
 	}
@@ -146,15 +161,21 @@ func walk[T any](ctx context.Context, c *Client, path string, q url.Values, limi
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type result struct {
-		p   *Page[T]
-		err error
+		p    P
+		next string
+		err  error
 	}
 	fetch := func(q url.Values) chan result {
 		ch := make(chan result, 1)
 		go func() {
-			var p Page[T]
-			err := c.get(ctx, path, q, &p)
-			ch <- result{&p, err}
+			var r result
+			body, err := c.get(ctx, path, q)
+			if err != nil {
+				r.err = err
+			} else if r.p, r.next, err = decode(body); err != nil {
+				r.err = c.fail(err)
+			}
+			ch <- r
 		}()
 		return ch
 	}
@@ -165,7 +186,7 @@ func walk[T any](ctx context.Context, c *Client, path string, q url.Values, limi
 			return r.err
 		}
 		var next chan result
-		if nc := r.p.NextCursor; nc != "" && nc != q.Get("cursor") {
+		if nc := r.next; nc != "" && nc != q.Get("cursor") {
 			if pages > 1_000_000 {
 				return c.fail(classed(ClassBadPayload, errors.New("cursor never ends")))
 			}

@@ -43,9 +43,25 @@ func FuzzDecodePage(f *testing.F) {
 				}
 			}
 		}
-		flat, err := source.DecodePage[[]byte](bytes.NewReader(body))
-		_ = flat
-		_ = err
+		if g, err := source.DecodeGrouped[readmodel.RawListing](body); err == nil {
+			for _, grp := range g.Items {
+				for _, rl := range grp.Rows {
+					_, _ = readmodel.NormalizeListing(readmodel.SourceOrderBook, rl, now)
+				}
+				for _, e := range grp.Rejects {
+					if readmodel.ReasonOf(e) == "" {
+						t.Fatalf("reject without reason")
+					}
+				}
+			}
+		} else if source.ErrorClass(err) != source.ClassBadPayload {
+			t.Fatalf("grouped decode error class %q", source.ErrorClass(err))
+		}
+		if f, _, err := source.DecodeFlat[readmodel.RawSale](body); err == nil {
+			for _, rs := range f.Items {
+				_, _ = readmodel.NormalizeSale(rs)
+			}
+		}
 		for _, v := range []any{&readmodel.RawSale{}, &readmodel.RawCollection{}, &readmodel.RawStats{}, &readmodel.RawAnalytics{}} {
 			if source.DecodeRow(body, v) != nil {
 				continue

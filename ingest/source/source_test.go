@@ -41,22 +41,15 @@ func TestPagingIsComplete(t *testing.T) {
 	_, base := MustSim(t)
 	ctx := context.Background()
 	type walker func(limit int) (int, error)
-	groups := func(src readmodel.Source, f func(*source.Client, int, func([]source.RawGroup) error) error) walker {
+	listings := func(src readmodel.Source) walker {
 		return func(limit int) (int, error) {
 			n := 0
-			err := f(client(base, src, time.Second), limit, func(gs []source.RawGroup) error {
+			err := client(base, src, time.Second).Listings(ctx, limit, func(gs []source.RowsGroup[readmodel.RawListing]) error {
 				for _, g := range gs {
-					n += len(g.Rows)
+					n += len(g.Rows) + len(g.Rejects)
 				}
 				return nil
 			})
-			return n, err
-		}
-	}
-	flat := func(src readmodel.Source, f func(*source.Client, int, func([]json.RawMessage) error) error) walker {
-		return func(limit int) (int, error) {
-			n := 0
-			err := f(client(base, src, time.Second), limit, func(items []json.RawMessage) error { n += len(items); return nil })
 			return n, err
 		}
 	}
@@ -64,29 +57,46 @@ func TestPagingIsComplete(t *testing.T) {
 		name string
 		walk walker
 	}{
-		{name: "collections", walk: flat(readmodel.SourceCollectionIndex, func(c *source.Client, l int, f func([]json.RawMessage) error) error {
-			return c.Collections(ctx, l, f)
-		})},
-		{name: "order-book listings", walk: groups(readmodel.SourceOrderBook, func(c *source.Client, l int, f func([]source.RawGroup) error) error {
-			return c.Listings(ctx, l, f)
-		})},
-		{name: "mirror listings", walk: groups(readmodel.SourceIndexerMirror, func(c *source.Client, l int, f func([]source.RawGroup) error) error {
-			return c.Listings(ctx, l, f)
-		})},
-		{name: "tokens", walk: groups(readmodel.SourceIndexerMirror, func(c *source.Client, l int, f func([]source.RawGroup) error) error {
-			_, err := c.Tokens(ctx, "", l, f)
-			return err
-		})},
-		{name: "stats", walk: flat(readmodel.SourceIndexerStats, func(c *source.Client, l int, f func([]json.RawMessage) error) error {
-			return c.Stats(ctx, l, f)
-		})},
-		{name: "analytics", walk: flat(readmodel.SourceAnalytics, func(c *source.Client, l int, f func([]json.RawMessage) error) error {
-			return c.Analytics(ctx, l, f)
-		})},
+		{name: "collections", walk: func(limit int) (int, error) {
+			n := 0
+			err := client(base, readmodel.SourceCollectionIndex, time.Second).Collections(ctx, limit, func(p source.Rows[readmodel.RawCollection]) error {
+				n += len(p.Rows)
+				return nil
+			})
+			return n, err
+		}},
+		{name: "order-book listings", walk: listings(readmodel.SourceOrderBook)},
+		{name: "mirror listings", walk: listings(readmodel.SourceIndexerMirror)},
+		{name: "tokens", walk: func(limit int) (int, error) {
+			n := 0
+			_, err := client(base, readmodel.SourceIndexerMirror, time.Second).Tokens(ctx, "", limit, func(gs []source.RowsGroup[readmodel.RawToken]) error {
+				for _, g := range gs {
+					n += len(g.Rows)
+				}
+				return nil
+			})
+			return n, err
+		}},
+		{name: "stats", walk: func(limit int) (int, error) {
+			n := 0
+			err := client(base, readmodel.SourceIndexerStats, time.Second).Stats(ctx, limit, func(p source.Rows[readmodel.RawStats]) error {
+				n += len(p.Rows)
+				return nil
+			})
+			return n, err
+		}},
+		{name: "analytics", walk: func(limit int) (int, error) {
+			n := 0
+			err := client(base, readmodel.SourceAnalytics, time.Second).Analytics(ctx, limit, func(p source.Rows[readmodel.RawAnalytics]) error {
+				n += len(p.Rows)
+				return nil
+			})
+			return n, err
+		}},
 		{name: "sales", walk: func(limit int) (int, error) {
 			n := 0
-			_, err := client(base, readmodel.SourceSales, time.Second).Sales(ctx, "", limit, func(items []json.RawMessage, _ string) error {
-				n += len(items)
+			_, err := client(base, readmodel.SourceSales, time.Second).Sales(ctx, "", limit, func(p source.Rows[readmodel.RawSale], _ string) error {
+				n += len(p.Rows) + len(p.Rejects)
 				return nil
 			})
 			return n, err
@@ -110,7 +120,7 @@ func TestSalesFeedIsIncremental(t *testing.T) {
 	ctx := context.Background()
 	count := func(cursor string) (int, string) {
 		n := 0
-		next, err := c.Sales(ctx, cursor, 50, func(items []json.RawMessage, _ string) error { n += len(items); return nil })
+		next, err := c.Sales(ctx, cursor, 50, func(p source.Rows[readmodel.RawSale], _ string) error { n += len(p.Rows); return nil })
 		require.NoError(t, err)
 		return n, next
 	}
@@ -132,7 +142,7 @@ func TestTokensChangedSince(t *testing.T) {
 	ctx := context.Background()
 	walk := func(since string) (int, string) {
 		n := 0
-		wm, err := c.Tokens(ctx, since, 1000, func(gs []source.RawGroup) error { n += len(gs); return nil })
+		wm, err := c.Tokens(ctx, since, 1000, func(gs []source.RowsGroup[readmodel.RawToken]) error { n += len(gs); return nil })
 		require.NoError(t, err)
 		return n, wm
 	}
@@ -187,7 +197,7 @@ func TestPollErrorsAreClassified(t *testing.T) {
 				timeout = 200 * time.Millisecond
 			}
 			c := source.NewClient(readmodel.SourceAnalytics, tc.base, timeout, nil).WithMaxBody(1 << 20)
-			err := c.Analytics(context.Background(), 0, func([]json.RawMessage) error { return nil })
+			err := c.Analytics(context.Background(), 0, func(source.Rows[readmodel.RawAnalytics]) error { return nil })
 			require.Error(t, err)
 			assert.Equal(t, tc.class, source.ErrorClass(err))
 			assert.Equal(t, readmodel.UpstreamError, readmodel.ErrorCode(err))

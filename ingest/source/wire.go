@@ -1,6 +1,7 @@
 package source
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -39,33 +40,124 @@ type RatesAnswer struct {
 	AsOf  string                     `json:"asOf,omitempty"`
 }
 
-// DecodePage decodes a page body. A body that is not a JSON object of the
-// page shape, or larger than MaxBody, is an error of class "bad_payload".
+// DecodePage decodes a page body whose items are kept undecoded. A body
+// that is not a JSON object of the page shape, or larger than MaxBody, is
+// an error of class "bad_payload".
 func DecodePage[T any](r io.Reader) (*Page[T], error) {
-	var p Page[T]
-	if err := decodeBody(r, &p, MaxBody); err != nil {
+	body, err := readBody(r, MaxBody)
+	if err != nil {
 		return nil, err
+	}
+	var p Page[T]
+	if err := json.Unmarshal(body, &p); err != nil {
+		return nil, classed(ClassBadPayload, err)
 	}
 	return &p, nil
 }
 
-func decodeBody(r io.Reader, v any, limit int64) error {
-	lr := &io.LimitedReader{R: r, N: limit + 1}
-	dec := json.NewDecoder(lr)
-	if err := dec.Decode(v); err != nil {
-		if lr.N <= 0 {
-			return classed(ClassBadPayload, fmt.Errorf("body larger than %d bytes", limit))
-		}
+// readBody reads at most limit bytes of r.
+func readBody(r io.Reader, limit int64) ([]byte, error) { return readBodySized(r, limit, -1) }
+
+// readBodySized is readBody with the announced size (-1 when unknown) as
+// a capacity hint.
+func readBodySized(r io.Reader, limit, size int64) ([]byte, error) {
+	buf := bytes.NewBuffer(make([]byte, 0, max(512, min(size+1, limit+1))))
+	_, err := buf.ReadFrom(io.LimitReader(r, limit+1))
+	body := buf.Bytes()
+	if err != nil {
 		var ne interface{ Timeout() bool }
 		if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
-			return classed(ClassTimeout, err)
+			return nil, classed(ClassTimeout, err)
 		}
-		return classed(ClassBadPayload, err)
+		return nil, classed(ClassTransport, err)
 	}
-	if lr.N <= 0 {
-		return classed(ClassBadPayload, fmt.Errorf("body larger than %d bytes", limit))
+	if int64(len(body)) > limit {
+		return nil, classed(ClassBadPayload, fmt.Errorf("body larger than %d bytes", limit))
 	}
-	return nil
+	return body, nil
+}
+
+// Rows is one page's rows of type R, decoded leniently: rows that are not
+// objects of R's shape are in Rejects (as *readmodel.RejectError), the
+// others in Rows.
+type Rows[R any] struct {
+	Rows    []R
+	Rejects []error
+}
+
+// RowsGroup is one collection's leniently decoded rows.
+type RowsGroup[R any] struct {
+	CollectionID string
+	Rows         []R
+	Rejects      []error
+}
+
+// DecodeFlat decodes a flat page leniently. The fast path decodes the
+// page in one pass; only when some row does not fit R does it decode row
+// by row, so a bad row rejects that row alone. A body that is not JSON of
+// the page shape fails with class "bad_payload".
+func DecodeFlat[R any](body []byte) (*Page[R], []error, error) {
+	var fast Page[R]
+	err := json.Unmarshal(body, &fast)
+	if err == nil {
+		return &fast, nil, nil
+	}
+	if isSyntax(err) {
+		return nil, nil, classed(ClassBadPayload, err)
+	}
+	var slow Page[json.RawMessage]
+	if err := json.Unmarshal(body, &slow); err != nil {
+		return nil, nil, classed(ClassBadPayload, err)
+	}
+	out := &Page[R]{NextCursor: slow.NextCursor, HasMore: slow.HasMore, Watermark: slow.Watermark}
+	var rejects []error
+	for _, raw := range slow.Items {
+		var r R
+		if err := DecodeRow(raw, &r); err != nil {
+			rejects = append(rejects, err)
+			continue
+		}
+		out.Items = append(out.Items, r)
+	}
+	return out, rejects, nil
+}
+
+// DecodeGrouped is DecodeFlat for grouped pages.
+func DecodeGrouped[R any](body []byte) (*Page[RowsGroup[R]], error) {
+	var fast Page[Group[R]]
+	err := json.Unmarshal(body, &fast)
+	if err == nil {
+		out := &Page[RowsGroup[R]]{NextCursor: fast.NextCursor, Watermark: fast.Watermark, Items: make([]RowsGroup[R], len(fast.Items))}
+		for i, g := range fast.Items {
+			out.Items[i] = RowsGroup[R]{CollectionID: g.CollectionID, Rows: g.Rows}
+		}
+		return out, nil
+	}
+	if isSyntax(err) {
+		return nil, classed(ClassBadPayload, err)
+	}
+	var slow Page[Group[json.RawMessage]]
+	if err := json.Unmarshal(body, &slow); err != nil {
+		return nil, classed(ClassBadPayload, err)
+	}
+	out := &Page[RowsGroup[R]]{NextCursor: slow.NextCursor, Watermark: slow.Watermark, Items: make([]RowsGroup[R], len(slow.Items))}
+	for i, g := range slow.Items {
+		out.Items[i].CollectionID = g.CollectionID
+		for _, raw := range g.Rows {
+			var r R
+			if err := DecodeRow(raw, &r); err != nil {
+				out.Items[i].Rejects = append(out.Items[i].Rejects, err)
+				continue
+			}
+			out.Items[i].Rows = append(out.Items[i].Rows, r)
+		}
+	}
+	return out, nil
+}
+
+func isSyntax(err error) bool {
+	var se *json.SyntaxError
+	return errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // DecodeRow decodes one row into v. A row that is not a JSON object of the
