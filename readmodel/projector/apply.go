@@ -2,6 +2,7 @@ package projector
 
 import (
 	"encoding/json"
+	"sort"
 	"time"
 
 	"github.com/marketd/marketd/readmodel"
@@ -34,8 +35,9 @@ type tokenInput struct {
 // status), processed in batches; its state commits with each batch so a
 // crash resumes it.
 type job struct {
-	Sales bool   `json:"sales"` // re-render sale items too (USD changed)
-	After string `json:"after"` // last collection done
+	Sales      bool     `json:"sales"`                // re-render sale items too (USD changed)
+	Currencies []string `json:"currencies,omitempty"` // only collections in these currencies; all when empty
+	After      string   `json:"after"`                // last collection done
 }
 
 const jobName = "rerender"
@@ -61,6 +63,24 @@ type applier struct {
 	ratesDone bool
 	rates     readmodel.USDRates
 	feedOK    bool
+	books     map[string]*rowsInput // order-book rows read in this transaction, by collection
+}
+
+// orderBook returns collection cid's stored order-book rows (nil when
+// none), reading each collection's rows once per transaction.
+func (a *applier) orderBook(cid string) (*rowsInput, error) {
+	if r, ok := a.books[cid]; ok {
+		return r, nil
+	}
+	r, err := store.Get[rowsInput](a.tx, store.InRows, string(readmodel.SourceOrderBook), cid)
+	if err != nil {
+		return nil, err
+	}
+	if a.books == nil {
+		a.books = map[string]*rowsInput{}
+	}
+	a.books[cid] = r
+	return r, nil
 }
 
 func (a *applier) ver() uint64 {
@@ -143,13 +163,15 @@ func (a *applier) apply(msg *readmodel.Message) error {
 		return a.render(cid, partDetail|partFloor)
 	case readmodel.KindListings:
 		var oldRows *rowsInput
+		in := rowsInput{ObservedAt: msg.ObservedAt, Rows: msg.Listings}
 		if msg.Source == readmodel.SourceOrderBook {
 			var err error
-			if oldRows, err = store.Get[rowsInput](a.tx, store.InRows, string(msg.Source), cid); err != nil {
+			if oldRows, err = a.orderBook(cid); err != nil {
 				return err
 			}
+			a.books[cid] = &in
 		}
-		a.tx.Put(store.InRows, rowsInput{ObservedAt: msg.ObservedAt, Rows: msg.Listings}, string(msg.Source), cid)
+		a.tx.Put(store.InRows, in, string(msg.Source), cid)
 		if err := a.render(cid, partListings|partFloor); err != nil {
 			return err
 		}
@@ -176,8 +198,20 @@ func (a *applier) apply(msg *readmodel.Message) error {
 		}
 		return nil
 	case readmodel.KindRates:
+		old, err := store.Get[readmodel.USDRates](a.tx, store.InRates)
+		if err != nil {
+			return err
+		}
 		a.tx.Put(store.InRates, msg.Rates)
-		return a.queueJob(true)
+		var prev readmodel.USDRates
+		if old != nil {
+			prev = *old
+		}
+		changed := changedCurrencies(prev, msg.Rates)
+		if len(changed) == 0 {
+			return nil
+		}
+		return a.queueJob(true, changed...)
 	case readmodel.KindTokens:
 		return a.applyTokens(msg)
 	case readmodel.KindSales:
@@ -186,15 +220,69 @@ func (a *applier) apply(msg *readmodel.Message) error {
 	return nil
 }
 
-func (a *applier) queueJob(sales bool) error {
+// queueJob queues a full re-render: of collections whose chain's currency
+// is in currencies, or of every collection when none are named.
+func (a *applier) queueJob(sales bool, currencies ...string) error {
 	j, err := store.Get[job](a.tx, store.InJob, jobName)
 	if err != nil {
 		return err
 	}
 	// A newer change restarts the walk so every collection sees it.
 	nj := job{Sales: sales || (j != nil && j.Sales)}
+	if len(currencies) > 0 && (j == nil || len(j.Currencies) > 0) {
+		seen := map[string]bool{}
+		if j != nil {
+			for _, c := range j.Currencies {
+				seen[c] = true
+			}
+		}
+		for _, c := range currencies {
+			seen[c] = true
+		}
+		for c := range seen {
+			nj.Currencies = append(nj.Currencies, c)
+		}
+		sort.Strings(nj.Currencies)
+	}
 	a.tx.Put(store.InJob, nj, jobName)
 	return nil
+}
+
+// changedCurrencies lists the currencies whose rate differs between a and b
+// (added, removed or changed).
+func changedCurrencies(a, b readmodel.USDRates) []string {
+	var out []string
+	for c, r := range b {
+		if o, ok := a[c]; !ok || o != r {
+			out = append(out, c)
+		}
+	}
+	for c := range a {
+		if _, ok := b[c]; !ok {
+			out = append(out, c)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// covers reports whether a job limited to currencies concerns collection
+// cid (unknown chains are always covered).
+func (a *applier) covers(j *job, cid string) (bool, error) {
+	if len(j.Currencies) == 0 {
+		return true, nil
+	}
+	doc, err := store.Get[readmodel.CollectionDoc](a.tx, store.InDoc, cid)
+	if err != nil || doc == nil || !doc.Chain.Valid() {
+		return true, err
+	}
+	cur := doc.Chain.Currency()
+	for _, c := range j.Currencies {
+		if c == cur {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // aliases lists a document's {id} forms: the document id, its address
@@ -518,7 +606,7 @@ func (a *applier) renderToken(k string) error {
 	d := &ti.Doc
 	in := readmodel.TokenInputs{Doc: d, ObservedAt: ti.ObservedAt, USD: a.usd(d.Chain)}
 	if d.Chain.IsEVM() {
-		ob, err := store.Get[rowsInput](a.tx, store.InRows, string(readmodel.SourceOrderBook), d.CollectionID)
+		ob, err := a.orderBook(d.CollectionID)
 		if err != nil {
 			return err
 		}

@@ -497,6 +497,12 @@ func (p *Projector) runJobLocked(ctx context.Context) error {
 				parts &^= partSales
 			}
 			for _, cid := range ids {
+				if ok, err := a.covers(j, cid); err != nil || !ok {
+					if err != nil {
+						return err
+					}
+					continue
+				}
 				if err := a.render(cid, parts); err != nil {
 					return err
 				}

@@ -415,6 +415,7 @@ func (s *Store) page(prefix, pos []byte, limit int, cacheKey, salesOf string) (r
 	}
 	_, gen, _ := s.cache.getPage("", salesOf)
 	var page readmodel.Page
+	sum := uint64(14695981039346656037) // FNV-1a offset basis
 	err := s.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: min(limit+1, 100)})
 		defer it.Close()
@@ -438,15 +439,32 @@ func (s *Store) page(prefix, pos []byte, limit int, cacheKey, salesOf string) (r
 				continue
 			}
 			page.Items = append(page.Items, v[8:])
+			sum = pageVersionMix(sum, v[:8])
 			last = append(last[:0], it.Item().Key()[len(prefix):]...)
 		}
 		return nil
 	})
+	// A page's version is an order-sensitive hash of its items' versions
+	// and whether more follow: it changes whenever the page's composition,
+	// order or any item changes, which is what the API's ETag needs.
+	if page.HasMore {
+		sum = pageVersionMix(sum, []byte{1})
+	}
+	page.Version = max(sum, 1)
 	if err != nil {
 		return readmodel.Page{}, internal(err, "read page")
 	}
 	s.cache.putPage(ck, salesOf, gen, page)
 	return page, nil
+}
+
+// pageVersionMix folds b into an FNV-1a 64 hash.
+func pageVersionMix(h uint64, b []byte) uint64 {
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	return h
 }
 
 func itoa(n int) string {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -105,6 +106,26 @@ func (t *Tx) putJSON(k []byte, v any) {
 func (t *Tx) view(k []byte, v []byte) {
 	t.set(k, v)
 	t.touched = append(t.touched, string(k))
+}
+
+// viewIfChanged writes view v under k unless the stored view has the same
+// content (versions aside): an unchanged view keeps its version, and the
+// write, its cache entry and a superseded copy are saved. It returns the
+// stored value when unchanged, nil otherwise.
+func (t *Tx) viewIfChanged(k []byte, v []byte) (old []byte, unchanged bool) {
+	old, ok, err := t.getRaw(k)
+	if err != nil {
+		t.err = errors.Join(t.err, err)
+		return nil, false
+	}
+	if ok && len(old) >= 8 && len(v) >= 8 && bytes.Equal(old[8:], v[8:]) {
+		return old, true
+	}
+	t.view(k, v)
+	if !ok {
+		return nil, false
+	}
+	return old, false
 }
 
 func (t *Tx) delView(k []byte) {
@@ -268,11 +289,13 @@ func (t *Tx) Collections(after string, limit int) ([]string, error) {
 
 // PutCollection writes cid's collection view.
 func (t *Tx) PutCollection(v readmodel.CollectionView) {
-	t.view(key(pCollection, v.ID), encodeCollection(v))
+	t.viewIfChanged(key(pCollection, v.ID), encodeCollection(v))
 }
 
 // PutFloor writes cid's floor view.
-func (t *Tx) PutFloor(cid string, v readmodel.FloorView) { t.view(key(pFloor, cid), encodeFloor(v)) }
+func (t *Tx) PutFloor(cid string, v readmodel.FloorView) {
+	t.viewIfChanged(key(pFloor, cid), encodeFloor(v))
+}
 
 // DeleteFloor removes cid's floor view.
 func (t *Tx) DeleteFloor(cid string) { t.delView(key(pFloor, cid)) }
@@ -280,20 +303,17 @@ func (t *Tx) DeleteFloor(cid string) { t.delView(key(pFloor, cid)) }
 // PutListings writes cid's current listing snapshot and keeps the one it
 // supersedes readable by version for Options.ListingsRetention.
 func (t *Tx) PutListings(cid string, v readmodel.ListingsView) {
-	k := key(pListings, cid)
-	if old, ok, err := t.getRaw(k); err != nil {
-		t.err = errors.Join(t.err, err)
-	} else if ok && len(old) >= 8 {
+	old, unchanged := t.viewIfChanged(key(pListings, cid), encodeListings(v))
+	if !unchanged && len(old) >= 8 {
 		ok := key(pOldListings, cid, string(old[:8]))
 		t.setEntry(badger.NewEntry(ok, old).WithTTL(t.s.opts.ListingsRetention))
 		t.touched = append(t.touched, string(ok))
 	}
-	t.view(k, encodeListings(v))
 }
 
 // PutToken writes the token view under its token key.
 func (t *Tx) PutToken(tokenKey string, v readmodel.TokenView) {
-	t.view(key(pToken, tokenKey), encodeToken(v))
+	t.viewIfChanged(key(pToken, tokenKey), encodeToken(v))
 }
 
 // DeleteToken removes a token view.
@@ -349,9 +369,6 @@ func (t *Tx) SetBrowse(cid string, entries []BrowseEntry, item []byte) {
 	} else if ok {
 		_ = json.Unmarshal(b, &oldKeys)
 	}
-	for _, k := range oldKeys {
-		t.del(k)
-	}
 	newKeys := make([][]byte, 0, len(entries))
 	for _, e := range entries {
 		k := browsePrefix(e.Sort, e.Chain)
@@ -368,11 +385,34 @@ func (t *Tx) SetBrowse(cid string, entries []BrowseEntry, item []byte) {
 		k = append(k, nb, pb)
 		k = binary.BigEndian.AppendUint64(k, sk)
 		k = append(k, cid...)
-		t.set(k, plain(item))
 		newKeys = append(newKeys, k)
+	}
+	val := plain(item)
+	if sameKeys(oldKeys, newKeys) && len(newKeys) > 0 {
+		if cur, ok, err := t.getRaw(newKeys[0]); err == nil && ok && bytes.Equal(cur, val) {
+			return // unchanged: same places, same summary
+		}
+	}
+	for _, k := range oldKeys {
+		t.del(k)
+	}
+	for _, k := range newKeys {
+		t.set(k, val)
 	}
 	t.putJSON(back, newKeys)
 	t.browse = true
+}
+
+func sameKeys(a, b [][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !bytes.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // orderedFloat maps f to a uint64 whose order matches f's.
@@ -424,7 +464,7 @@ func (t *Tx) RerenderSales(cid string, render func(*readmodel.SaleRow) []byte) e
 			return err
 		}
 		if item := render(&row); item != nil {
-			t.set(key(pSale, cid, string(suf)), plain(item))
+			t.viewIfChanged(key(pSale, cid, string(suf)), plain(item))
 		}
 	}
 	t.sales = append(t.sales, cid)
