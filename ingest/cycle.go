@@ -83,6 +83,10 @@ func (in *Ingest) run(ctx context.Context, set map[readmodel.Source]bool) (Summa
 		in.forget(c.attempted)
 		return c.sum, readmodel.Wrap(readmodel.Internal, c.pubErr, "ingest: publish failed")
 	}
+	if err := ctx.Err(); err != nil {
+		in.forget(c.attempted)
+		return c.sum, readmodel.Wrap(readmodel.Internal, err, "ingest: cycle cancelled")
+	}
 	pos, err := in.pub.Flush(ctx)
 	if err != nil {
 		in.forget(c.attempted)
@@ -151,9 +155,13 @@ func (c *cycle) accept(key string, n int) {
 	c.mu.Unlock()
 }
 
-// pollDone records a poll's outcome. It reports false when the cycle
-// already failed to publish (then nothing more should be published).
-func (c *cycle) pollDone(key string, err error, began time.Time) bool {
+// pollDone records a poll's outcome. It reports false when the cycle was
+// cancelled or already failed to publish (then nothing more should be
+// published).
+func (c *cycle) pollDone(ctx context.Context, key string, err error, began time.Time) bool {
+	if ctx.Err() != nil {
+		return false // the cycle was cancelled: not the upstream's failure
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.pubErr != nil {
@@ -281,7 +289,7 @@ func (c *cycle) pollCollections(ctx context.Context) {
 		}
 		return nil
 	})
-	if !c.pollDone(key, err, began) {
+	if !c.pollDone(ctx, key, err, began) {
 		return
 	}
 	if err == nil {
@@ -311,7 +319,7 @@ func (c *cycle) pollRates(ctx context.Context) {
 			return
 		}
 	}
-	if !c.pollDone(key, err, began) {
+	if !c.pollDone(ctx, key, err, began) {
 		return
 	}
 	_ = c.setStatus(ctx, src, "", err)
@@ -424,7 +432,7 @@ func (c *cycle) pollListings(ctx context.Context, src readmodel.Source) {
 		}
 		return nil
 	})
-	if !c.pollDone(key, err, began) {
+	if !c.pollDone(ctx, key, err, began) {
 		return
 	}
 	now := c.in.now().UTC()
@@ -499,7 +507,7 @@ func (c *cycle) pollTokens(ctx context.Context) {
 		}
 		return nil
 	})
-	if !c.pollDone(key, err, began) {
+	if !c.pollDone(ctx, key, err, began) {
 		return
 	}
 	if err == nil {
@@ -542,7 +550,7 @@ func pollFlat[R any](ctx context.Context, c *cycle, src readmodel.Source,
 		}
 		return nil
 	})
-	if !c.pollDone(key, err, began) {
+	if !c.pollDone(ctx, key, err, began) {
 		return
 	}
 	c.finish(ctx, src, seen, err, nil)
@@ -609,7 +617,7 @@ func (c *cycle) pollSales(ctx context.Context) {
 		}
 		return nil
 	})
-	if !c.pollDone(key, err, began) {
+	if !c.pollDone(ctx, key, err, began) {
 		return
 	}
 	c.mu.Lock()

@@ -234,20 +234,20 @@ func (in *Ingest) scheduled(srcs []readmodel.Source) {
 }
 
 // Close stops the schedule, cancels a scheduled cycle in flight and waits
-// for any running cycle (scheduled or RunCycle) to end, or for ctx.
+// for any running cycle (scheduled or RunCycle) to end, or for ctx. A
+// cancelled cycle publishes no failure statuses and records nothing.
 func (in *Ingest) Close(ctx context.Context) error {
 	in.runMu.Lock()
 	c, cancel := in.cron, in.cancel
-	in.cron = nil
+	in.cron, in.cancel = nil, nil
 	in.runMu.Unlock()
-	if c == nil {
-		return nil
-	}
-	cancel()
-	select {
-	case <-c.Stop().Done():
-	case <-ctx.Done():
-		return ctx.Err()
+	if c != nil {
+		cancel()
+		select {
+		case <-c.Stop().Done():
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	done := make(chan struct{})
 	go func() { in.cycleMu.Lock(); in.cycleMu.Unlock(); close(done) }() // waits for a RunCycle in flight

@@ -502,3 +502,24 @@ func TestBuckets(t *testing.T) {
 		})
 	}
 }
+
+func TestCancelledCycleBlamesNoUpstream(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e := MustEnv(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.URL.Path, "/analytics/") {
+				cancel() // the caller gives up while this source is being read
+				<-r.Context().Done()
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	_, err := e.in.RunCycle(ctx)
+	require.Error(t, err)
+	for _, m := range byKind(e.pub.take(), readmodel.KindStatus) {
+		assert.True(t, m.Status.OK, "%s %s: a cancelled poll is not a failed upstream", m.Source, m.CollectionID)
+	}
+	assert.Zero(t, e.in.Stats().Cycles)
+}

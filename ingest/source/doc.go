@@ -11,9 +11,11 @@
 // 200. A 5xx answer, a transport error, no answer within the source's
 // per-request timeout, a non-JSON or wrongly shaped body, or a body larger
 // than MaxBody fails the whole poll (see ErrorClass). A single malformed row
-// inside a well-formed page only rejects that row: rows travel as JSON
-// objects that the adapter decodes one by one (readmodel.Raw* types, where
-// amounts may be JSON strings or numbers and are kept as text).
+// inside a well-formed page only rejects that row: rows are JSON objects of
+// the readmodel.Raw* shapes (amounts may be JSON strings or numbers and are
+// kept as text); a page is decoded in one pass, and only when some row does
+// not fit its shape is it decoded again row by row (DecodeFlat,
+// DecodeGrouped), so garbage costs the garbage page, not every page.
 //
 // Paged endpoints take `cursor` (opaque; omitted on the first page) and
 // `limit` (rows per page; the server may round it up to keep a collection's
