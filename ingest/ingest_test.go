@@ -523,3 +523,30 @@ func TestCancelledCycleBlamesNoUpstream(t *testing.T) {
 	}
 	assert.Zero(t, e.in.Stats().Cycles)
 }
+
+func TestListingsExpireBetweenTicks(t *testing.T) {
+	e := MustEnv(t, nil)
+	_, err := e.in.RunCycle(context.Background())
+	require.NoError(t, err)
+	exp := e.edge[sim.EdgeExpiring]
+	before := find(e.pub.take(), readmodel.KindListings, readmodel.SourceOrderBook, exp)
+	require.NotNil(t, before)
+	require.NotEmpty(t, before.Listings)
+	for _, r := range before.Listings {
+		require.NotNil(t, r.ExpiresAt)
+		assert.True(t, r.ExpiresAt.After(e.now))
+	}
+
+	// Half a step later, no tick: the rows expiring in the first half are gone.
+	e.mu.Lock()
+	e.now = e.now.Add(time.Minute)
+	e.mu.Unlock()
+	_, err = e.in.RunCycle(context.Background())
+	require.NoError(t, err)
+	after := find(e.pub.take(), readmodel.KindListings, readmodel.SourceOrderBook, exp)
+	require.NotNil(t, after, "the set changed, so it is republished")
+	assert.Less(t, len(after.Listings), len(before.Listings))
+	for _, r := range after.Listings {
+		assert.True(t, r.ExpiresAt.After(e.now), "no expired row is published")
+	}
+}

@@ -265,3 +265,14 @@ func TestDefaultMarketCoversEveryChain(t *testing.T) {
 	}
 	assert.True(t, readmodel.IsBase58(sim.EscrowWallet))
 }
+
+func TestTickerRunsBetweenOpenAndClose(t *testing.T) {
+	s := sim.New(sim.Options{Collections: 16, Anchor: anchor, TickEvery: time.Millisecond})
+	assert.Equal(t, 0, s.Ticks())
+	require.NoError(t, s.Open(context.Background()))
+	require.Eventually(t, func() bool { return s.Ticks() >= 2 }, 10*time.Second, time.Millisecond)
+	require.NoError(t, s.Close(context.Background()))
+	n := s.Ticks()
+	assert.Equal(t, n+1, s.Tick(), "after Close only explicit ticks move the market")
+	assert.Equal(t, anchor.Add(time.Duration(n+1)*2*time.Minute), s.Now(), "time is Anchor + tick × Step")
+}
