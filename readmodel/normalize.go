@@ -383,7 +383,7 @@ func NormalizeListing(src Source, in RawListing, now time.Time) (ListingRow, err
 	if r.OrderID, err = normalizeOrderID(src, c, r.Marketplace, in.OrderID); err != nil {
 		return r, err
 	}
-	if nativeSolana && src == SourceOrderBook && in.Tx != "" {
+	if nativeSolana && in.Tx != "" {
 		// tx on listings: only native Solana rows (the escrow transfer).
 		if len(in.Tx) > MaxIDLen || !normPrintable(in.Tx) {
 			return r, normReject(RejectBadField, "tx", "%q", normClip(in.Tx))

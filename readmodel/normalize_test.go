@@ -82,14 +82,15 @@ func TestNormalizeListing(t *testing.T) {
 			want: func(t *testing.T, r ListingRow) {
 				assert.Equal(t, solMint+"_1", r.OrderID)
 				assert.Equal(t, MarketplaceNative, r.Marketplace)
-				assert.Equal(t, "", r.Tx, "mirror rows carry no tx")
+				assert.Equal(t, "x", r.Tx, "a native Solana row keeps its escrow signature")
 			},
 		},
 		{
-			name: "external ids pass through, slug lowercased, update time when no creation",
+			name: "external ids pass through, slug lowercased, update time when no creation, no tx",
 			src:  SourceIndexerMirror,
-			in:   RawListing{Chain: "base", Contract: evmMixed, TokenID: "0007", Price: "5", Marketplace: "Magic-Eden", OrderID: "0xABCDEF", UpdatedAt: updated, BuyerTotal: "6"},
+			in:   RawListing{Chain: "base", Contract: evmMixed, TokenID: "0007", Price: "5", Marketplace: "Magic-Eden", OrderID: "0xABCDEF", UpdatedAt: updated, BuyerTotal: "6", Tx: "0xdead"},
 			want: func(t *testing.T, r ListingRow) {
+				assert.Equal(t, "", r.Tx)
 				assert.Equal(t, "magic-eden", r.Marketplace)
 				assert.Equal(t, "0xABCDEF", r.OrderID)
 				assert.Equal(t, "7", r.TokenID)
