@@ -138,6 +138,15 @@ func TestPublishRoundTripAndDedupe(t *testing.T) {
 	})
 }
 
+func TestPublishRejectsOversizedMessage(t *testing.T) {
+	ctx := context.Background()
+	js := bustest.MustConnect(t, bustest.MustStartServer(t), 1)
+	big := &readmodel.Message{ID: "big", Kind: readmodel.KindCollection, CollectionID: "c",
+		Collection: &readmodel.CollectionDoc{ID: "c", Description: strings.Repeat("x", 2<<20)}}
+	err := bus.NewPublisher(js).Publish(ctx, big)
+	assert.Equal(t, readmodel.BadRequest, readmodel.ErrorCode(err))
+}
+
 func TestStreamConfigsDocumentedDurability(t *testing.T) {
 	cfgs := bus.StreamConfigs(bus.StreamOptions{Replicas: 3})
 	require.Len(t, cfgs, 2)

@@ -38,12 +38,16 @@ type pending struct {
 func NewPublisher(js jetstream.JetStream) *Publisher { return &Publisher{js: js} }
 
 // Publish encodes msg and sends it without waiting for the ack. It fails
-// with BadRequest for an invalid message and UpstreamError when the
+// with BadRequest for an invalid message or one larger than the server's
+// max payload (keep messages under MaxMessageBytes), and UpstreamError when the
 // connection refuses the publish; ack failures surface from Flush.
 func (p *Publisher) Publish(ctx context.Context, msg *readmodel.Message) error {
 	data, err := Encode(msg)
 	if err != nil {
 		return err
+	}
+	if limit := p.js.Conn().MaxPayload(); limit > 0 && int64(len(data)) > limit-1024 {
+		return readmodel.Errorf(readmodel.BadRequest, "message %q: %d bytes exceeds the server's max payload (%d); chunk or trim it", msg.ID, len(data), limit)
 	}
 	nm := nats.NewMsg(Subject(msg))
 	nm.Data = data

@@ -96,7 +96,7 @@ func TestCrashSafety(t *testing.T) {
 		cmd := child()
 		require.NoError(t, cmd.Start())
 		// Kill somewhere inside the child's apply (start-up included).
-		time.Sleep(clean/10 + time.Duration(rng.Int64N(int64(clean))))
+		time.Sleep(clean/10 + time.Duration(rng.Int64N(int64(clean/2))))
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		err := cmd.Wait()
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {

@@ -124,7 +124,9 @@ func TestStreamThatReissuedSequencesTriggersRebuild(t *testing.T) {
 	for _, s := range []string{bus.StateStream, bus.SalesStream} {
 		require.NoError(t, e.js.DeleteStream(ctx, s))
 	}
-	require.NoError(t, bus.EnsureStreams(ctx, e.js, bus.StreamOptions{}))
+	require.Eventually(t, func() bool { // the server removes the old store asynchronously
+		return bus.EnsureStreams(ctx, e.js, bus.StreamOptions{}) == nil
+	}, 10*time.Second, 50*time.Millisecond)
 	e.publish(cycle(1, 3)...)
 
 	dir := e.st.Dir()
