@@ -45,6 +45,9 @@ func (s *Server) getCollections(c *fiber.Ctx, rt *route) error {
 		if err != nil {
 			return err
 		}
+		if k.pos == "" {
+			return errCursorBad
+		}
 		after = k.pos
 	}
 	page, err := s.r.Browse(c.UserContext(), sort, chain, after, limit)
@@ -59,11 +62,12 @@ func (s *Server) getCollections(c *fiber.Ctx, rt *route) error {
 	resp.AppendBodyString(`{"data":`)
 	appendItems(resp, page.Items)
 	var next []byte
-	if page.HasMore {
+	hasMore := page.HasMore && page.Next != ""
+	if hasMore {
 		var b [512]byte
 		next = s.cursors.appendCursor(b[:0], cursor{kind: cursorCollections, bind: bind, pos: page.Next}, now)
 	}
-	appendPagination(resp, next, page.HasMore)
+	appendPagination(resp, next, hasMore)
 	resp.AppendBodyString("}")
 	return nil
 }

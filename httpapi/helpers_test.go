@@ -339,7 +339,7 @@ func (c *testClock) Set(t time.Time)     { c.mu.Lock(); defer c.mu.Unlock(); c.t
 func (c *testClock) Add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
 
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	srv   *Server
 	r     *fakeReader
 	clock *testClock
@@ -349,7 +349,7 @@ type harness struct {
 // MustHarness builds a Server over a seeded fakeReader with an injected
 // clock. The app.Test peer (0.0.0.0) is a trusted proxy so tests choose the
 // client with X-Forwarded-For.
-func MustHarness(t *testing.T, mod func(*Config)) *harness {
+func MustHarness(t testing.TB, mod func(*Config)) *harness {
 	t.Helper()
 	r := newFakeReader()
 	seed(r)
@@ -377,7 +377,7 @@ type result struct {
 	body   []byte
 }
 
-func (r result) json(t *testing.T) map[string]any {
+func (r result) json(t testing.TB) map[string]any {
 	t.Helper()
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(r.body, &m), "body: %s", r.body)
@@ -385,7 +385,7 @@ func (r result) json(t *testing.T) map[string]any {
 }
 
 // errorCode returns error.code of an error body.
-func (r result) errorCode(t *testing.T) string {
+func (r result) errorCode(t testing.TB) string {
 	t.Helper()
 	m := r.json(t)
 	e, ok := m["error"].(map[string]any)
@@ -458,7 +458,7 @@ var (
 )
 
 // openAPIValidator returns the validator built once from OpenAPIDocument.
-func openAPIValidator(t *testing.T) validator.Validator {
+func openAPIValidator(t testing.TB) validator.Validator {
 	t.Helper()
 	validatorOnce.Do(func() {
 		doc, err := libopenapi.NewDocument(OpenAPIDocument)
@@ -478,14 +478,14 @@ func openAPIValidator(t *testing.T) validator.Validator {
 }
 
 // data returns the "data" array of a list response.
-func data(t *testing.T, r result) []any {
+func data(t testing.TB, r result) []any {
 	t.Helper()
 	d, ok := r.json(t)["data"].([]any)
 	require.True(t, ok, "data is not an array: %s", r.body)
 	return d
 }
 
-func pagination(t *testing.T, r result) (next string, hasMore bool) {
+func pagination(t testing.TB, r result) (next string, hasMore bool) {
 	t.Helper()
 	p := r.json(t)["pagination"].(map[string]any)
 	if s, ok := p["nextCursor"].(string); ok {

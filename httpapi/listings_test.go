@@ -12,7 +12,7 @@ import (
 	"github.com/marketd/marketd/readmodel"
 )
 
-func orderIDs(t *testing.T, r result) []string {
+func orderIDs(t testing.TB, r result) []string {
 	t.Helper()
 	var ids []string
 	for _, it := range data(t, r) {

@@ -1,0 +1,66 @@
+package httpapi
+
+import (
+	"net"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+)
+
+// benchRequest serves target through the app's handler directly (no
+// network), reusing one RequestCtx, so allocations are the handler's own.
+func benchRequest(b *testing.B, h *harness, target string) {
+	b.Helper()
+	handler := h.srv.App().Handler()
+	var fctx fasthttp.RequestCtx
+	var req fasthttp.Request
+	req.SetRequestURI(target)
+	req.Header.Set("X-Forwarded-For", "192.0.2.10")
+	fctx.Init(&req, &net.TCPAddr{IP: net.IPv4zero}, nil)
+	handler(&fctx)
+	if fctx.Response.StatusCode() != 200 {
+		b.Fatalf("%s → %d %s", target, fctx.Response.StatusCode(), fctx.Response.Body())
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		fctx.Response.Reset()
+		handler(&fctx)
+	}
+	b.SetBytes(int64(len(fctx.Response.Body())))
+}
+
+func benchHarness(b *testing.B) *harness {
+	h := MustHarness(b, func(c *Config) { c.RateList, c.RateItem = 1 << 30, 1 << 30 })
+	h.r.putListings(testID, listingsView(2, 250, nil))
+	h.r.tokens["ethereum|"+testContract+"|1"] = tokenView(1)
+	return h
+}
+
+func BenchmarkListings25(b *testing.B) {
+	benchRequest(b, benchHarness(b), "/v1/collections/"+testID+"/listings?limit=25")
+}
+
+func BenchmarkListings100(b *testing.B) {
+	benchRequest(b, benchHarness(b), "/v1/collections/"+testID+"/listings?limit=100")
+}
+
+func BenchmarkDetail(b *testing.B) {
+	benchRequest(b, benchHarness(b), "/v1/collections/"+testSlug)
+}
+
+func BenchmarkFloor(b *testing.B) {
+	benchRequest(b, benchHarness(b), "/v1/collections/"+testID+"/floor")
+}
+
+func BenchmarkToken(b *testing.B) {
+	benchRequest(b, benchHarness(b), "/v1/tokens/ethereum/"+testContract+"/1")
+}
+
+func BenchmarkSales(b *testing.B) {
+	benchRequest(b, benchHarness(b), "/v1/collections/"+testID+"/sales?limit=10")
+}
+
+func BenchmarkCollections(b *testing.B) {
+	benchRequest(b, benchHarness(b), "/v1/collections?limit=5")
+}

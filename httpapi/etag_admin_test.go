@@ -1,0 +1,184 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/marketd/marketd/readmodel"
+)
+
+// TestETag: an ETag from the view version; a matching If-None-Match is 304
+// with the same ETag and cache headers; a new version is a new tag.
+func TestETag(t *testing.T) {
+	targets := map[string]string{
+		"index":       "/v1",
+		"openapi":     "/v1/openapi.json",
+		"collections": "/v1/collections",
+		"detail":      "/v1/collections/" + testID,
+		"floor":       "/v1/collections/" + testID + "/floor",
+		"listings":    "/v1/collections/" + testID + "/listings",
+		"sales":       "/v1/collections/" + testID + "/sales",
+		"token":       "/v1/tokens/ethereum/" + testContract + "/1",
+	}
+	for name, target := range targets {
+		t.Run(name, func(t *testing.T) {
+			h := MustHarness(t, nil)
+			h.r.tokens["ethereum|"+testContract+"|1"] = tokenView(1)
+			res := h.get(target)
+			require.Equal(t, 200, res.status)
+			tag := res.header.Get("ETag")
+			require.True(t, strings.HasPrefix(tag, `W/"`), tag)
+			assert.Equal(t, tag, h.get(target).header.Get("ETag"), "stable while the view is unchanged")
+
+			for _, inm := range []string{tag, strings.TrimPrefix(tag, "W/"), `"nope", ` + tag, "*"} {
+				nm := h.get(target, "If-None-Match", inm)
+				require.Equal(t, http.StatusNotModified, nm.status, inm)
+				assert.Empty(t, nm.body)
+				assert.Equal(t, tag, nm.header.Get("ETag"))
+				assert.Equal(t, res.header.Get("Cache-Control"), nm.header.Get("Cache-Control"))
+				assert.Equal(t, res.header.Get("CDN-Cache-Control"), nm.header.Get("CDN-Cache-Control"))
+				assertCORS(t, nm)
+			}
+			assert.Equal(t, 200, h.get(target, "If-None-Match", `W/"0000000000000000"`).status)
+		})
+	}
+	t.Run("a new version is a new tag", func(t *testing.T) {
+		h := MustHarness(t, nil)
+		target := "/v1/collections/" + testID + "/listings"
+		tag := h.get(target).header.Get("ETag")
+		h.r.putListings(testID, listingsView(2, 30, nil))
+		res := h.get(target, "If-None-Match", tag)
+		assert.Equal(t, 200, res.status)
+		assert.NotEqual(t, tag, res.header.Get("ETag"))
+	})
+	t.Run("an item expiring is a new tag", func(t *testing.T) {
+		h := MustHarness(t, nil)
+		h.r.putListings(testID, listingsView(2, 3, func(i int) int64 { return t0.UnixMilli() + 1000 }))
+		target := "/v1/collections/" + testID + "/listings"
+		tag := h.get(target).header.Get("ETag")
+		h.clock.Add(2 * time.Second)
+		assert.Equal(t, 200, h.get(target, "If-None-Match", tag).status)
+	})
+	t.Run("the same slug re-pointed is a new tag", func(t *testing.T) {
+		h := MustHarness(t, nil)
+		h.r.collections[otherID] = readmodel.CollectionView{ID: otherID, Chain: readmodel.Base, HasContract: true, Version: 3, Detail: detailJSON}
+		tag := h.get("/v1/collections/" + testSlug).header.Get("ETag")
+		h.r.aliases[testSlug] = otherID
+		assert.Equal(t, 200, h.get("/v1/collections/"+testSlug, "If-None-Match", tag).status)
+	})
+	t.Run("no version, no tag", func(t *testing.T) {
+		h := MustHarness(t, nil)
+		cv := h.r.collections[testID]
+		cv.Version = 0
+		h.r.collections[testID] = cv
+		res := h.get("/v1/collections/"+testID, "If-None-Match", "*")
+		assert.Equal(t, 200, res.status)
+		assert.Empty(t, res.header.Get("ETag"))
+	})
+}
+
+func TestMetrics(t *testing.T) {
+	h := MustHarness(t, func(c *Config) { c.RateItem = 1 })
+	h.get("/v1/collections/" + testID)
+	h.get("/v1/collections/" + testSlug)
+	h.get("/v1/nothing")
+	m := h.srv.metrics
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.requests.WithLabelValues("/v1/collections/:id", "200")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.requests.WithLabelValues("/v1/collections/:id", "429")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.requests.WithLabelValues("unmatched", "404")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.rateLimited.WithLabelValues("item")))
+	n, err := testutil.GatherAndCount(h.reg, "marketd_http_request_duration_seconds")
+	require.NoError(t, err)
+	assert.Equal(t, 3, n)
+	families, err := h.reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		for _, mm := range f.GetMetric() {
+			for _, l := range mm.GetLabel() {
+				assert.NotContains(t, l.GetValue(), testID, "route label is the pattern, never the raw path")
+			}
+		}
+	}
+	_, err = New(Config{Registry: h.reg}, h.r, zerolog.Nop())
+	assert.Error(t, err, "a second server on the same registry is refused")
+}
+
+type fakeAdmin struct {
+	ready   bool
+	ingest  error
+	sources error
+}
+
+func (a *fakeAdmin) Ready() bool { return a.ready }
+func (a *fakeAdmin) RunIngest(context.Context) (any, error) {
+	if a.ingest != nil {
+		return nil, a.ingest
+	}
+	return map[string]int{"published": 3}, nil
+}
+func (a *fakeAdmin) Sources(context.Context) (any, error) {
+	if a.sources != nil {
+		return nil, a.sources
+	}
+	return []map[string]string{{"source": "order-book", "errorClass": ""}}, nil
+}
+
+func TestAdmin(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h := MustHarness(t, func(c *Config) { c.Registry = reg })
+	h.get("/v1")
+	tests := []struct {
+		name, method, path string
+		admin              fakeAdmin
+		status             int
+		body               string
+	}{
+		{"healthz", "GET", "/healthz", fakeAdmin{}, 200, `{"ok":true}`},
+		{"ready", "GET", "/readyz", fakeAdmin{ready: true}, 200, `{"ready":true}`},
+		{"not ready", "GET", "/readyz", fakeAdmin{}, 503, `{"ready":false}`},
+		{"ingest", "POST", "/admin/ingest", fakeAdmin{}, 200, `{"published":3}`},
+		{"ingest unavailable", "POST", "/admin/ingest", fakeAdmin{ingest: errors.New("role has no ingest")}, 503, `"role has no ingest"`},
+		{"ingest needs POST", "GET", "/admin/ingest", fakeAdmin{}, 405, ``},
+		{"sources", "GET", "/admin/sources", fakeAdmin{}, 200, `"order-book"`},
+		{"sources failing", "GET", "/admin/sources", fakeAdmin{sources: errors.New("x")}, 503, `"error"`},
+		{"metrics", "GET", "/metrics", fakeAdmin{}, 200, `marketd_http_requests_total{route="/v1",status="200"} 1`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := tc.admin
+			srv := NewAdmin(&a, reg, zerolog.Nop())
+			rec := httptest.NewRecorder()
+			srv.Handler().ServeHTTP(rec, httptest.NewRequest(tc.method, tc.path, nil))
+			assert.Equal(t, tc.status, rec.Code)
+			b, _ := io.ReadAll(rec.Body)
+			assert.Contains(t, string(b), tc.body)
+		})
+	}
+}
+
+func TestAdminListen(t *testing.T) {
+	srv := NewAdmin(&fakeAdmin{ready: true}, nil, zerolog.Nop())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- srv.Listen(ln) }()
+	resp, err := http.Get("http://" + ln.Addr().String() + "/readyz")
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.Equal(t, 200, resp.StatusCode)
+	require.NoError(t, srv.Shutdown(context.Background()))
+	assert.NoError(t, <-done)
+}
