@@ -439,13 +439,14 @@ func (s *Store) page(prefix, pos []byte, limit int, cacheKey, salesOf string) (r
 				continue
 			}
 			page.Items = append(page.Items, v[8:])
-			sum = pageVersionMix(sum, v[:8])
 			last = append(last[:0], it.Item().Key()[len(prefix):]...)
+			sum = pageVersionMix(pageVersionMix(sum, v[:8]), last)
 		}
 		return nil
 	})
-	// A page's version is an order-sensitive hash of its items' versions
-	// and whether more follow: it changes whenever the page's composition,
+	// A page's version is an order-sensitive hash of its items' keys and
+	// versions (sale items are immutable and unversioned: their keys say
+	// which they are) and whether more follow: it changes whenever the page's composition,
 	// order or any item changes, which is what the API's ETag needs.
 	if page.HasMore {
 		sum = pageVersionMix(sum, []byte{1})
