@@ -1,14 +1,21 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math/big"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/marketd/marketd/httpapi"
+	"github.com/pb33f/libopenapi"
+	validator "github.com/pb33f/libopenapi-validator"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -35,6 +42,7 @@ func do(tb testing.TB, method, url string, body io.Reader, headers ...string) re
 	b, err := io.ReadAll(res.Body)
 	require.NoError(tb, err)
 	r := resp{Status: res.StatusCode, Header: res.Header, Body: b}
+	validateAgainstOpenAPI(tb, req, res, b)
 	if len(b) > 0 && b[0] == '{' {
 		require.NoError(tb, json.Unmarshal(b, &r.JSON), "body: %s", b)
 	}
@@ -124,3 +132,55 @@ func assertCORS(t *testing.T, r resp) {
 	assert.Equal(t, "Content-Type, Accept", r.Header.Get("Access-Control-Allow-Headers"))
 	assert.Equal(t, "86400", r.Header.Get("Access-Control-Max-Age"))
 }
+
+// documentedPath matches the paths the OpenAPI document describes.
+var documentedPath = regexp.MustCompile(`^/v1(/openapi\.json|/collections(/[^/]+(/(floor|listings|sales))?)?|/tokens/[^/]+/[^/]+/[^/]+)?$`)
+
+var (
+	oaOnce sync.Once
+	oaV    validator.Validator
+	oaErr  error
+)
+
+// validateAgainstOpenAPI checks every public API response (GET under /v1
+// with a documented status) against the OpenAPI 3.1 document marketd
+// serves, so the document and the server cannot drift apart.
+func validateAgainstOpenAPI(tb testing.TB, req *http.Request, res *http.Response, body []byte) {
+	tb.Helper()
+	if req.Method != http.MethodGet || !documentedPath.MatchString(req.URL.EscapedPath()) || res.StatusCode == http.StatusNotModified {
+		return
+	}
+	oaOnce.Do(func() {
+		doc, err := libopenapi.NewDocument(httpapi.OpenAPIDocument)
+		if err != nil {
+			oaErr = err
+			return
+		}
+		v, errs := validator.NewValidator(doc)
+		if len(errs) > 0 {
+			oaErr = fmt.Errorf("%v", errs)
+			return
+		}
+		oaV = v
+	})
+	require.NoError(tb, oaErr)
+	vreq, err := http.NewRequest(req.Method, "http://localhost"+req.URL.RequestURI(), nil)
+	require.NoError(tb, err)
+	cp := *res
+	cp.Body = io.NopCloser(bytes.NewReader(body))
+	ok, errs := oaV.ValidateHttpResponse(vreq, &cp)
+	if !ok {
+		var msgs []string
+		for _, e := range errs {
+			m := e.Message + ": " + e.Reason
+			for _, se := range e.SchemaValidationErrors {
+				m += " [" + se.FieldPath + ": " + se.Reason + "]"
+			}
+			msgs = append(msgs, m)
+		}
+		tb.Errorf("response to %s %s does not match the OpenAPI document: %s\nbody: %.600s", req.Method, req.URL.RequestURI(), strings.Join(msgs, "; "), body)
+	}
+}
+
+// esc escapes one path segment.
+func esc(s string) string { return url.PathEscape(s) }
