@@ -316,3 +316,24 @@ func readFile(p string) (string, error) {
 	b, err := os.ReadFile(p)
 	return string(b), err
 }
+
+func TestReplayProgress(t *testing.T) {
+	tests := []struct {
+		name string
+		out  string
+		want int
+		ok   bool
+	}{
+		{"last progress line wins", "replay: 10 messages, 5 msgs/s, 9 rows/s, 90 messages left\nreplay: 20 messages, 5 msgs/s, 9 rows/s, 80 messages left\n", 20, true},
+		{"log lines after progress", "replay: 7 messages, 1 msgs/s\n{\"level\":\"info\",\"message\":\"replay: stopped\"}\n", 7, true},
+		{"no progress", "starting\n", 0, false},
+		{"garbage count", "replay: many messages\n", 0, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := replayProgress(tc.out)
+			assert.Equal(t, tc.ok, ok)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}

@@ -85,14 +85,17 @@ type ConsumeResult struct {
 // ReplayRun is `marketd replay` on one size's data dir against the raw
 // ordered-consumer rate on the same store.
 type ReplayRun struct {
-	Label  string
-	Msgs   int // messages in the streams (from the raw read)
-	Wall   time.Duration
-	Rate   float64 // Msgs / Wall
-	Output string  // replay's last lines
-	Raw    []*ConsumeResult
-	RawMax float64
-	Err    string
+	Label string
+	Msgs  int // messages in the streams (from the raw read)
+	Wall  time.Duration
+	Rate  float64 // Msgs / Wall (Partial / Wall when replay was cut off)
+	// Partial is how many messages replay had applied when its bound cut
+	// it off (from its last progress line); 0 when it finished.
+	Partial int
+	Output  string // replay's last lines
+	Raw     []*ConsumeResult
+	RawMax  float64
+	Err     string
 }
 
 type harness struct {
@@ -257,6 +260,15 @@ func (h *harness) size(ctx context.Context, label string, collections int, withR
 	}
 
 	p, err := pickIDs(ctx, n.api, 40)
+	if err == nil && !demo && len(h.res.Sizes) > 1 {
+		// Same collection and token as the demo size when they exist here
+		// too (the simulator's first collections are the same at every
+		// size), so the ratio to demo compares like with like.
+		if d := h.res.Sizes[0].Picked; d.Collection.ID != "" && stillThere(ctx, n.api, d) {
+			d.Candidates = p.Candidates
+			p = d
+		}
+	}
 	if err != nil {
 		s.Skipped = "pick ids: " + err.Error()
 		h.logf("%s", s.Skipped)
@@ -457,7 +469,11 @@ func (h *harness) replay(ctx context.Context, s *SizeRun) {
 	r.Wall = wall
 	r.Output = tail(out, 6)
 	if err != nil {
-		r.Err = strings.TrimSpace(r.Err + "; replay: " + err.Error())
+		r.Err = strings.TrimSpace(strings.TrimPrefix(r.Err+"; replay: "+err.Error(), "; "))
+		// A replay cut off by its bound still shows how far it got.
+		if done, ok := replayProgress(out); ok && wall > 0 {
+			r.Partial, r.Rate = done, float64(done)/wall.Seconds()
+		}
 	} else if r.Msgs > 0 && wall > 0 {
 		r.Rate = float64(r.Msgs) / wall.Seconds()
 	}
@@ -522,4 +538,33 @@ func scrapeMetrics(ctx context.Context, admin string) string {
 		keep = append(keep[:60], "…")
 	}
 	return strings.Join(keep, "\n")
+}
+
+// stillThere reports whether every endpoint of p answers 200 on api.
+func stillThere(ctx context.Context, api string, p Picked) bool {
+	for _, ep := range endpoints(p) {
+		if st, _, _, err := get(ctx, api+ep.Path); err != nil || st != http.StatusOK {
+			return false
+		}
+	}
+	return true
+}
+
+// replayProgress finds the message count of replay's last progress line,
+// "replay: N messages, ...".
+func replayProgress(out string) (int, bool) {
+	lines := strings.Split(out, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(lines[i]), "replay: ")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) >= 2 && strings.HasPrefix(f[1], "messages") {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				return n, true
+			}
+		}
+	}
+	return 0, false
 }
