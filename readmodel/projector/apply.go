@@ -288,16 +288,16 @@ func (a *applier) covers(j *job, cid string) (bool, error) {
 // aliases lists a document's {id} forms: the document id, its address
 // (EVM lowercase; a Solana mint as stored) and its slug.
 func aliases(d *readmodel.CollectionDoc) []store.Alias {
-	out := []store.Alias{{Key: d.ID, Kind: 0, Chain: d.Chain}}
+	out := []store.Alias{{Key: d.ID, Kind: store.AliasDocumentID, Chain: d.Chain}}
 	if d.ContractAddress != "" {
 		addr := d.ContractAddress
 		if d.Chain.IsEVM() {
 			addr = lowerASCII(addr)
 		}
-		out = append(out, store.Alias{Key: addr, Kind: 1, Chain: d.Chain})
+		out = append(out, store.Alias{Key: addr, Kind: store.AliasAddress, Chain: d.Chain})
 	}
 	if d.Slug != "" {
-		out = append(out, store.Alias{Key: d.Slug, Kind: 2, Chain: d.Chain})
+		out = append(out, store.Alias{Key: d.Slug, Kind: store.AliasSlug, Chain: d.Chain})
 	}
 	return out
 }

@@ -52,6 +52,8 @@ func TestResolveCollection(t *testing.T) {
 		got, err := e.st.ResolveCollection(context.Background(), "MintABC")
 		require.NoError(t, err)
 		assert.Equal(t, "solana_mintabc", got)
+		_, err = e.st.ResolveCollection(context.Background(), "MINTABC")
+		assert.Equal(t, readmodel.NotFound, readmodel.ErrorCode(err), "a wrongly-cased mint never folds onto another mint")
 	})
 	t.Run("a re-pointed slug follows the new document", func(t *testing.T) {
 		e.run(docMsg(readmodel.CollectionDoc{ID: "ethereum_0xabc", Chain: readmodel.Ethereum, ContractAddress: "0xabc", Slug: "renamed"}))

@@ -12,9 +12,12 @@ import (
 // before a concurrent commit invalidated it.
 type cache struct {
 	mu        sync.RWMutex
-	max       int
+	max       int   // entries per map
+	maxBytes  int64 // approximate bytes of cached views and pages
+	bytes     int64
 	gen       uint64
 	views     map[string]any // view key → decoded view
+	sizes     map[string]int64
 	resolve   map[string]string
 	pages     map[string]cachedPage
 	browseGen uint64
@@ -24,12 +27,15 @@ type cache struct {
 type cachedPage struct {
 	gen  uint64
 	page readmodel.Page
+	size int64
 }
 
-func newCache(max int) *cache {
+func newCache(max int, maxBytes int64) *cache {
 	return &cache{
 		max:      max,
+		maxBytes: maxBytes,
 		views:    make(map[string]any),
+		sizes:    make(map[string]int64),
 		resolve:  make(map[string]string),
 		pages:    make(map[string]cachedPage),
 		salesGen: make(map[string]uint64),
@@ -45,15 +51,73 @@ func (c *cache) get(k string) (any, uint64, bool) {
 }
 
 func (c *cache) put(k string, v any, gen uint64) {
+	size := sizeOf(v) + int64(len(k)) + 64
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if gen != c.gen {
+	if gen != c.gen || size > c.maxBytes/16 {
 		return
 	}
-	if len(c.views) >= c.max {
-		evict(c.views, c.max/8+1)
+	for (len(c.views) >= c.max || c.bytes+size > c.maxBytes) && len(c.views)+len(c.pages) > 0 {
+		c.evictSome()
 	}
+	c.dropView(k)
 	c.views[k] = v
+	c.sizes[k] = size
+	c.bytes += size
+}
+
+func (c *cache) dropView(k string) {
+	if _, ok := c.views[k]; ok {
+		c.bytes -= c.sizes[k]
+		delete(c.views, k)
+		delete(c.sizes, k)
+	}
+}
+
+// evictSome removes about an eighth of the views and pages (Go's map order
+// is random enough for a cache whose hot set is re-filled on the next
+// read).
+func (c *cache) evictSome() {
+	n := len(c.views)/8 + 1
+	for k := range c.views {
+		if n <= 0 {
+			break
+		}
+		c.dropView(k)
+		n--
+	}
+	n = len(c.pages)/8 + 1
+	for k, p := range c.pages {
+		if n <= 0 {
+			break
+		}
+		c.bytes -= p.size
+		delete(c.pages, k)
+		n--
+	}
+}
+
+// sizeOf approximates the bytes a cached view holds.
+func sizeOf(v any) int64 {
+	var n int64
+	switch x := v.(type) {
+	case readmodel.CollectionView:
+		n = int64(len(x.ID) + len(x.Detail))
+	case readmodel.FloorView:
+		n = int64(len(x.Body.Head) + len(x.Body.Tail) + len(x.Fallback.Head) + len(x.Fallback.Tail))
+	case readmodel.TokenView:
+		n = int64(len(x.Body.Head) + len(x.Body.Tail))
+	case readmodel.ListingsView:
+		for _, it := range x.Items {
+			n += int64(len(it)) + 32
+		}
+	case readmodel.Page:
+		for _, it := range x.Items {
+			n += int64(len(it)) + 24
+		}
+		n += int64(len(x.Next))
+	}
+	return n + 64
 }
 
 func (c *cache) getResolve(id string) (string, uint64, bool) {
@@ -98,13 +162,18 @@ func (c *cache) getPage(k, salesOf string) (readmodel.Page, uint64, bool) {
 func (c *cache) putPage(k, salesOf string, gen uint64, p readmodel.Page) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if gen != c.pageGen(salesOf) {
+	size := sizeOf(p) + int64(len(k))
+	if gen != c.pageGen(salesOf) || size > c.maxBytes/16 {
 		return
 	}
-	if len(c.pages) >= c.max {
-		evict(c.pages, c.max/8+1)
+	for (len(c.pages) >= c.max || c.bytes+size > c.maxBytes) && len(c.views)+len(c.pages) > 0 {
+		c.evictSome()
 	}
-	c.pages[k] = cachedPage{gen: gen, page: p}
+	if old, ok := c.pages[k]; ok {
+		c.bytes -= old.size
+	}
+	c.pages[k] = cachedPage{gen: gen, page: p, size: size}
+	c.bytes += size
 }
 
 // invalidate drops what a commit wrote.
@@ -113,7 +182,7 @@ func (c *cache) invalidate(keys []string, aliases, browse bool, sales []string) 
 	defer c.mu.Unlock()
 	c.gen++
 	for _, k := range keys {
-		delete(c.views, k)
+		c.dropView(k)
 	}
 	if aliases {
 		clear(c.resolve)
@@ -132,8 +201,10 @@ func (c *cache) reset() {
 	c.gen++
 	c.browseGen++
 	clear(c.views)
+	clear(c.sizes)
 	clear(c.resolve)
 	clear(c.pages)
+	c.bytes = 0
 	for k := range c.salesGen {
 		c.salesGen[k]++
 	}

@@ -35,6 +35,9 @@ type Options struct {
 	ListingsRetention time.Duration
 	// CacheEntries bounds each in-process cache map; 0 means 50 000.
 	CacheEntries int
+	// CacheBytes bounds the approximate size of cached views and pages;
+	// 0 means 256 MiB.
+	CacheBytes int64
 	// SyncWrites makes Badger fsync every commit (off by default; see the
 	// package comment).
 	SyncWrites bool
@@ -68,6 +71,9 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if opts.CacheEntries <= 0 {
 		opts.CacheEntries = 50000
 	}
+	if opts.CacheBytes <= 0 {
+		opts.CacheBytes = 256 << 20
+	}
 	if opts.MemTableSize <= 0 {
 		opts.MemTableSize = 64 << 20
 	}
@@ -86,7 +92,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, readmodel.Wrap(readmodel.Internal, err, "open badger in "+dir)
 	}
-	return &Store{db: db, dir: dir, opts: opts, cache: newCache(opts.CacheEntries)}, nil
+	return &Store{db: db, dir: dir, opts: opts, cache: newCache(opts.CacheEntries, opts.CacheBytes)}, nil
 }
 
 // RecoverSwap completes or cleans up an interrupted replay swap around dir:
@@ -192,13 +198,13 @@ func (s *Store) ResolveCollection(ctx context.Context, id string) (string, error
 		return cid, nil
 	}
 	_, gen, _ := s.cache.getResolve("")
-	cid, err := s.resolve(id)
+	cid, err := s.resolve(id, false)
 	if err != nil {
 		return "", err
 	}
 	if cid == "" {
 		if low := lower(id); low != id {
-			if cid, err = s.resolve(low); err != nil {
+			if cid, err = s.resolve(low, true); err != nil {
 				return "", err
 			}
 		}
@@ -210,18 +216,25 @@ func (s *Store) ResolveCollection(ctx context.Context, id string) (string, error
 	return cid, nil
 }
 
-func (s *Store) resolve(alias string) (string, error) {
+// resolve returns the best collection under alias. A folded (lowercased)
+// lookup never matches a Solana mint: mints are case-sensitive.
+func (s *Store) resolve(alias string, folded bool) (string, error) {
 	prefix := key(pAlias, alias, "")
+	solana := byte(readmodel.Solana.Rank())
 	var cid string
 	err := s.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: false})
 		defer it.Close()
-		it.Seek(prefix)
-		if it.ValidForPrefix(prefix) {
+		for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
 			k := it.Item().Key()
-			if len(k) >= len(prefix)+2 {
-				cid = string(k[len(prefix)+2:])
+			if len(k) < len(prefix)+2 {
+				continue
 			}
+			if folded && k[len(prefix)] == AliasAddress && k[len(prefix)+1] == solana {
+				continue
+			}
+			cid = string(k[len(prefix)+2:])
+			return nil
 		}
 		return nil
 	})

@@ -119,3 +119,17 @@ func TestDigestIgnoresVersionsAndBookkeeping(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEqual(t, da, db, "content changes change the digest")
 }
+
+func TestCacheStaysWithinItsByteBound(t *testing.T) {
+	c := newCache(1000, 64<<10)
+	big := readmodel.CollectionView{ID: "x", Detail: make([]byte, 3000)}
+	for i := 0; i < 500; i++ {
+		c.put(itoa(i), big, c.gen)
+		c.putPage("p"+itoa(i), "", c.browseGen, readmodel.Page{Items: [][]byte{make([]byte, 1000)}})
+		require.LessOrEqual(t, c.bytes, int64(64<<10))
+	}
+	assert.NotEmpty(t, c.views, "recent entries are kept")
+	c.put("too-big", readmodel.CollectionView{Detail: make([]byte, 64<<10)}, c.gen)
+	_, _, ok := c.get("too-big")
+	assert.False(t, ok, "an entry above a sixteenth of the bound is not cached")
+}

@@ -319,8 +319,15 @@ func (t *Tx) PutToken(tokenKey string, v readmodel.TokenView) {
 // DeleteToken removes a token view.
 func (t *Tx) DeleteToken(tokenKey string) { t.delView(key(pToken, tokenKey)) }
 
+// Alias kinds, in collision preference order.
+const (
+	AliasDocumentID byte = 0
+	AliasAddress    byte = 1
+	AliasSlug       byte = 2
+)
+
 // Alias is one {id} form of a collection. Kind ranks the forms for
-// collisions: 0 document id, 1 address, 2 slug.
+// collisions: AliasDocumentID, AliasAddress, AliasSlug.
 type Alias struct {
 	Key   string
 	Kind  byte
