@@ -99,10 +99,27 @@ type ReplayRun struct {
 }
 
 type harness struct {
-	o    Options
-	out  io.Writer
-	res  *Results
-	work string
+	o        Options
+	out      io.Writer
+	res      *Results
+	work     string
+	deadline time.Time // the whole run's budget ends here
+}
+
+// bound is want, shortened so that reserve is still left of the run's
+// budget afterwards (never below a minute).
+func (h *harness) bound(want, reserve time.Duration) time.Duration {
+	if h.deadline.IsZero() {
+		return want
+	}
+	left := time.Until(h.deadline) - reserve
+	if left < want {
+		want = left
+	}
+	if want < time.Minute {
+		want = time.Minute
+	}
+	return want
 }
 
 func (h *harness) logf(format string, a ...any) {
@@ -118,19 +135,28 @@ func (h *harness) note(format string, a ...any) {
 func (h *harness) bin(name string) string { return filepath.Join(h.o.BinDir, name) }
 
 func (h *harness) run(ctx context.Context) {
+	if h.o.Budget > 0 {
+		h.deadline = time.Now().Add(h.o.Budget)
+	}
 	h.res.Machine = machineInfo(ctx)
 	h.logf("machine: %s cores, %s, %s, %s; load %s", h.res.Machine["nproc"], h.res.Machine["cpu"], h.res.Machine["memory"], h.res.Machine["go"], h.res.Machine["load"])
 
 	h.selfConsume(ctx)
 	demo := h.size(ctx, "demo", h.o.DemoSize, true, true)
-	if ctx.Err() == nil && h.o.BigSize > 0 {
+	if h.o.BigSize > 0 && !h.deadline.IsZero() && time.Until(h.deadline) < 6*time.Minute {
+		h.note("large market skipped: only %s of the run's %s budget left", time.Until(h.deadline).Round(time.Second), h.o.Budget)
+	} else if ctx.Err() == nil && h.o.BigSize > 0 {
 		h.size(ctx, fmt.Sprintf("%d collections", h.o.BigSize), h.o.BigSize, h.o.BigRef, false)
 	} else if h.o.BigSize == 0 {
 		h.note("large market skipped (BENCH_BIG=0)")
 	}
 	_ = demo
 	if ctx.Err() == nil && h.o.GoBench {
-		h.goBench(ctx)
+		if !h.deadline.IsZero() && time.Until(h.deadline) < 30*time.Second {
+			h.note("go test -bench skipped: the run's %s budget is used up", h.o.Budget)
+		} else {
+			h.goBench(ctx)
+		}
 	}
 	if ctx.Err() != nil {
 		h.note("run interrupted: %v", ctx.Err())
@@ -229,7 +255,7 @@ func (h *harness) size(ctx context.Context, label string, collections int, withR
 
 	timeout := h.o.ReadyTimeout
 	if !demo {
-		timeout = h.o.BigReady
+		timeout = h.bound(h.o.BigReady, 5*time.Minute)
 	}
 	cpu0, _ := readCPU(n.p.Pid())
 	ready, err := waitReady(ctx, n.admin, n.p, timeout)
@@ -300,10 +326,11 @@ func (h *harness) cycle(ctx context.Context, n *node) *CycleRun {
 		c.Err = fmt.Sprintf("sim tick: status %d %v %.200s", st, err, b)
 		return c
 	}
-	h.logf("cycle: POST /admin/ingest (bound %s)", h.o.CycleTimeout)
+	bound := h.bound(h.o.CycleTimeout, 5*time.Minute)
+	h.logf("cycle: POST /admin/ingest (bound %s)", bound)
 	cpu0, _ := readCPU(n.p.Pid())
 	start := time.Now()
-	st, b, err := post(ctx, n.admin+"/admin/ingest", h.o.CycleTimeout)
+	st, b, err := post(ctx, n.admin+"/admin/ingest", bound)
 	c.Wall = time.Since(start)
 	cpu1, _ := readCPU(n.p.Pid())
 	c.CPU = cpu1 - cpu0
@@ -341,6 +368,14 @@ func (h *harness) readPath(ctx context.Context, n *node, s *SizeRun, withRef boo
 			} else {
 				r.Ref = &Measured{}
 			}
+		}
+		// Warm-up, not counted: first-touch costs (connections, caches, GC
+		// sizing) of both servers.
+		warm := h.o.Wrk
+		warm.Duration = time.Second
+		_, _, _ = runWrk(ctx, warm, n.api+ep.Path)
+		if ref != nil {
+			_, _, _ = runWrk(ctx, warm, refURL+ep.Path)
 		}
 		for i := 0; i < h.o.Runs && ctx.Err() == nil; i++ {
 			st, out, err := runWrk(ctx, h.o.Wrk, n.api+ep.Path)
@@ -441,8 +476,9 @@ func (h *harness) replay(ctx context.Context, s *SizeRun) {
 	r := &ReplayRun{Label: s.Label}
 	h.res.Replays = append(h.res.Replays, r)
 	store := filepath.Join(s.DataDir, "nats")
+	rawBound := 2 * time.Minute
 	raw := func() {
-		out, _, err := runCmd(ctx, h.o.ReplayTimeout, "", h.bin("benchconsume"), "--store-dir", store, "--stream", "MARKETD_STATE,MARKETD_SALES", "--json", "--timeout", h.o.ReplayTimeout.String())
+		out, _, err := runCmd(ctx, rawBound, "", h.bin("benchconsume"), "--store-dir", store, "--stream", "MARKETD_STATE,MARKETD_SALES", "--json", "--timeout", rawBound.String())
 		if err != nil {
 			r.Err = fmt.Sprintf("raw consumer: %v: %s", err, tail(out, 3))
 			return
@@ -460,12 +496,13 @@ func (h *harness) replay(ctx context.Context, s *SizeRun) {
 	}
 	h.logf("replay %s: raw ordered consumer on %s", s.Label, store)
 	raw()
-	h.logf("replay %s: marketd replay --data-dir %s (bound %s)", s.Label, s.DataDir, h.o.ReplayTimeout)
+	bound := h.bound(h.o.ReplayTimeout, 90*time.Second)
+	h.logf("replay %s: marketd replay --data-dir %s (bound %s)", s.Label, s.DataDir, bound)
 	argv := []string{h.bin("marketd"), "replay", "--data-dir", s.DataDir, "--log-format", "json"}
 	if h.o.ServerCore != "" {
 		argv = append([]string{"taskset", "-c", h.o.ServerCore}, argv...)
 	}
-	out, wall, err := runCmd(ctx, h.o.ReplayTimeout, "", argv...)
+	out, wall, err := runCmd(ctx, bound, "", argv...)
 	r.Wall = wall
 	r.Output = tail(out, 6)
 	if err != nil {

@@ -63,8 +63,9 @@ type Options struct {
 	ReplayTimeout time.Duration
 	GoBench       bool
 	BenchTime     string
-	Keep          bool   // keep data dirs
-	ExtraArgs     string // extra marketd flags (space-separated)
+	Budget        time.Duration // whole-run budget: later phases shrink or skip to fit (0: none)
+	Keep          bool          // keep data dirs
+	ExtraArgs     string        // extra marketd flags (space-separated)
 }
 
 func defaultOptions(quick bool) Options {
@@ -74,7 +75,7 @@ func defaultOptions(quick bool) Options {
 		Wrk:  WrkOptions{Threads: 1, Connections: 64, Duration: 10 * time.Second},
 		Runs: 3, DemoSize: 300, BigSize: 100_000, FreshReps: 20, FreshBudget: 2 * time.Minute,
 		ReadyTimeout: 3 * time.Minute, BigReady: 5 * time.Minute, CycleTimeout: 4 * time.Minute,
-		ReplayTimeout: 3 * time.Minute, GoBench: true, BenchTime: "1s",
+		ReplayTimeout: 3 * time.Minute, GoBench: true, BenchTime: "1s", Budget: 18 * time.Minute,
 	}
 	if quick {
 		o.Wrk.Duration, o.Runs, o.BigSize, o.FreshReps, o.BenchTime = 2*time.Second, 1, 5000, 5, "100ms"
@@ -122,6 +123,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.DurationVar(&o.ReplayTimeout, "replay-timeout", envDur(getenv, "BENCH_REPLAY_TIMEOUT", o.ReplayTimeout), "one replay bound")
 	fs.BoolVar(&o.GoBench, "gobench", getenv("BENCH_SKIP_GOBENCH") != "1", "run go test -bench")
 	fs.StringVar(&o.BenchTime, "benchtime", env("BENCH_BENCHTIME", o.BenchTime), "go test -benchtime")
+	fs.DurationVar(&o.Budget, "budget", envDur(getenv, "BENCH_BUDGET", o.Budget), "whole-run budget; later phases shrink or are skipped to fit (0: none)")
 	fs.BoolVar(&o.Keep, "keep", getenv("BENCH_KEEP") == "1", "keep the data directories")
 	fs.StringVar(&o.ExtraArgs, "marketd-args", getenv("BENCH_MARKETD_ARGS"), "extra marketd flags")
 	if err := fs.Parse(args); err != nil {

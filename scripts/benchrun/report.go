@@ -71,8 +71,8 @@ func renderReport(r *Results) string {
 	m := r.Machine
 	w("Machine: %s cores (%s), %s memory, kernel %s; %s; %s. Load average at start: %s, at the end: %s (other work on the machine makes numbers noisy).\n\n",
 		m["nproc"], m["cpu"], m["memory"], m["kernel"], m["go"], m["wrk"], m["load"], m["loadEnd"])
-	w("Method: marketd (`all`, embedded NATS + simulator) and the reference (`scripts/benchref`: minimal Fiber app serving the captured body with the same headers) pinned to core %s, wrk pinned to core %s; wrk -t%d -c%d -d%s --latency; %d run(s) per target, alternating marketd and reference, medians. Rate limits raised to 10⁹ per 60 s via --rate-list/--rate-item; scheduled cycles moved out of the way (--poll-interval 24h), cycles run by POST /admin/ingest. Run took %s.\n\n",
-		o.ServerCore, o.WrkCore, o.Wrk.Threads, o.Wrk.Connections, o.Wrk.Duration, o.Runs, r.Finished.Sub(r.Started).Round(time.Second))
+	w("Method: marketd (`all`, embedded NATS + simulator) and the reference (`scripts/benchref`: minimal Fiber app serving the captured body with the same headers) pinned to core %s, wrk pinned to core %s; wrk -t%d -c%d -d%s --latency; a 1 s warm-up of each, then %d run(s) per target, alternating marketd and reference, medians. Rate limits raised to 10⁹ per 60 s via --rate-list/--rate-item; scheduled cycles moved out of the way (--poll-interval 24h), cycles run by POST /admin/ingest. Run took %s (budget %s).\n\n",
+		o.ServerCore, o.WrkCore, o.Wrk.Threads, o.Wrk.Connections, o.Wrk.Duration, o.Runs, r.Finished.Sub(r.Started).Round(time.Second), o.Budget)
 
 	vs := verdicts(r)
 	w("## Targets\n\n| target | measured | met |\n|---|---|---|\n")
