@@ -184,3 +184,14 @@ func validateAgainstOpenAPI(tb testing.TB, req *http.Request, res *http.Response
 
 // esc escapes one path segment.
 func esc(s string) string { return url.PathEscape(s) }
+
+// postQuiet posts with no body and no test assertions (for background calls).
+func postQuiet(url string) (int, error) {
+	res, err := http.Post(url, "application/json", nil)
+	if err != nil {
+		return 0, err
+	}
+	defer res.Body.Close()
+	_, _ = io.Copy(io.Discard, res.Body)
+	return res.StatusCode, nil
+}
