@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -45,6 +46,7 @@ type SizeRun struct {
 	Cycle        *CycleRun
 	Skipped      string // why this size was not (fully) measured
 	Metrics      string // marketd_* lines of /metrics when it was not ready in time
+	GOMAXPROCS   string // as marketd reported it after pinning
 	ShutdownTook time.Duration
 }
 
@@ -169,7 +171,7 @@ func (h *harness) selfConsume(ctx context.Context) {
 		n = "50000"
 	}
 	h.logf("raw JetStream rates: benchconsume --self %s", n)
-	out, _, err := runCmd(ctx, 3*time.Minute, "", h.bin("benchconsume"), "--self", n, "--size", "300", "--json")
+	out, _, err := runCmd(ctx, 3*time.Minute, "", "taskset", "-c", h.allCores(), h.bin("benchconsume"), "--self", n, "--size", "300", "--json")
 	if err != nil {
 		h.res.SelfConsumeErr = fmt.Sprintf("%v: %s", err, tail(out, 5))
 		return
@@ -216,7 +218,9 @@ func (h *harness) startNode(ctx context.Context, s *SizeRun) (*node, error) {
 		"--log-format", "json",
 	}
 	args = append(args, strings.Fields(h.o.ExtraArgs)...)
-	p, err := startProc("marketd "+s.Label, h.o.ServerCore, filepath.Join(s.DataDir+".log"), args...)
+	// Unpinned until the read path: start-up and cycles use the machine as a
+	// deployment would, so their CPU figures mean something.
+	p, err := startProc("marketd "+s.Label, h.allCores(), filepath.Join(s.DataDir+".log"), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -285,6 +289,14 @@ func (h *harness) size(ctx context.Context, label string, collections int, withR
 		s.Cycle = h.cycle(ctx, n)
 	}
 
+	if h.o.ServerCore != "" {
+		if err := pin(ctx, n.p.Pid(), h.o.ServerCore); err != nil {
+			h.note("%s: could not pin marketd to core %s: %v", label, h.o.ServerCore, err)
+		}
+		time.Sleep(2 * time.Second) // the Go runtime re-reads its CPU set periodically
+		s.GOMAXPROCS = metricValue(ctx, n.admin, "go_sched_gomaxprocs_threads")
+		h.logf("marketd pinned to core %s (GOMAXPROCS %s)", h.o.ServerCore, s.GOMAXPROCS)
+	}
 	p, err := pickIDs(ctx, n.api, 40)
 	if err == nil && !demo && len(h.res.Sizes) > 1 {
 		// Same collection and token as the demo size when they exist here
@@ -309,6 +321,11 @@ func (h *harness) size(ctx context.Context, label string, collections int, withR
 	s.MemSteady, _ = readMem(n.p.Pid())
 
 	if demo && h.o.FreshReps > 0 && ctx.Err() == nil {
+		// Cycles run on the whole machine again; the pollers stay on the
+		// harness's core.
+		if err := pin(ctx, n.p.Pid(), h.allCores()); err != nil {
+			h.note("%s: could not unpin marketd: %v", label, err)
+		}
 		h.freshness(ctx, n, p)
 	}
 	stop()
@@ -478,7 +495,7 @@ func (h *harness) replay(ctx context.Context, s *SizeRun) {
 	store := filepath.Join(s.DataDir, "nats")
 	rawBound := 2 * time.Minute
 	raw := func() {
-		out, _, err := runCmd(ctx, rawBound, "", h.bin("benchconsume"), "--store-dir", store, "--stream", "MARKETD_STATE,MARKETD_SALES", "--json", "--timeout", rawBound.String())
+		out, _, err := runCmd(ctx, rawBound, "", "taskset", "-c", h.allCores(), h.bin("benchconsume"), "--store-dir", store, "--stream", "MARKETD_STATE,MARKETD_SALES", "--json", "--timeout", rawBound.String())
 		if err != nil {
 			r.Err = fmt.Sprintf("raw consumer: %v: %s", err, tail(out, 3))
 			return
@@ -498,10 +515,8 @@ func (h *harness) replay(ctx context.Context, s *SizeRun) {
 	raw()
 	bound := h.bound(h.o.ReplayTimeout, 90*time.Second)
 	h.logf("replay %s: marketd replay --data-dir %s (bound %s)", s.Label, s.DataDir, bound)
+	// Unpinned, like the raw consumer it is compared with.
 	argv := []string{h.bin("marketd"), "replay", "--data-dir", s.DataDir, "--log-format", "json"}
-	if h.o.ServerCore != "" {
-		argv = append([]string{"taskset", "-c", h.o.ServerCore}, argv...)
-	}
 	out, wall, err := runCmd(ctx, bound, "", argv...)
 	r.Wall = wall
 	r.Output = tail(out, 6)
@@ -520,7 +535,7 @@ func (h *harness) replay(ctx context.Context, s *SizeRun) {
 
 func (h *harness) goBench(ctx context.Context) {
 	h.logf("go test -bench (benchtime %s)", h.o.BenchTime)
-	out, _, err := runCmd(ctx, 8*time.Minute, h.o.RepoDir, "go", "test", "-run", "^$", "-bench", ".", "-benchmem",
+	out, _, err := runCmd(ctx, 8*time.Minute, h.o.RepoDir, "taskset", "-c", h.allCores(), "go", "test", "-run", "^$", "-bench", ".", "-benchmem",
 		"-benchtime", h.o.BenchTime, "-timeout", "7m", "./httpapi/...", "./readmodel/...")
 	h.res.GoBench = filterBench(out)
 	if err != nil {
@@ -604,4 +619,39 @@ func replayProgress(out string) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// pin moves every thread of pid to the CPU list core.
+func pin(ctx context.Context, pid int, core string) error {
+	out, _, err := runCmd(ctx, 10*time.Second, "", "taskset", "-a", "-p", "-c", core, strconv.Itoa(pid))
+	if err != nil {
+		return fmt.Errorf("%v: %s", err, strings.TrimSpace(out))
+	}
+	return nil
+}
+
+// metricValue returns the value of an unlabelled metric on admin /metrics,
+// or "?".
+func metricValue(ctx context.Context, admin, name string) string {
+	st, _, b, err := get(ctx, admin+"/metrics")
+	if err != nil || st != http.StatusOK {
+		return "?"
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, name+" "); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "?"
+}
+
+// allCores is the taskset list of every online CPU. The harness itself runs
+// pinned to the wrk core and children inherit that, so "unpinned" children
+// are started with this list explicitly.
+func (h *harness) allCores() string {
+	n, err := strconv.Atoi(h.res.Machine["nproc"])
+	if err != nil || n < 1 {
+		n = runtime.NumCPU()
+	}
+	return fmt.Sprintf("0-%d", n-1)
 }

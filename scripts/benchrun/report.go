@@ -71,7 +71,7 @@ func renderReport(r *Results) string {
 	m := r.Machine
 	w("Machine: %s cores (%s), %s memory, kernel %s; %s; %s. Load average at start: %s, at the end: %s (other work on the machine makes numbers noisy).\n\n",
 		m["nproc"], m["cpu"], m["memory"], m["kernel"], m["go"], m["wrk"], m["load"], m["loadEnd"])
-	w("Method: marketd (`all`, embedded NATS + simulator) and the reference (`scripts/benchref`: minimal Fiber app serving the captured body with the same headers) pinned to core %s, wrk pinned to core %s; wrk -t%d -c%d -d%s --latency; a 1 s warm-up of each, then %d run(s) per target, alternating marketd and reference, medians. Rate limits raised to 10⁹ per 60 s via --rate-list/--rate-item; scheduled cycles moved out of the way (--poll-interval 24h), cycles run by POST /admin/ingest. Run took %s (budget %s).\n\n",
+	w("Method: marketd (`all`: embedded NATS, simulator, ingest, projector, API) starts unpinned (start-up, cycles and their CPU use the whole machine), then all its threads are pinned to core %s for the read path (and unpinned again for the freshness cycles), like the reference (`scripts/benchref`: a minimal Fiber app serving the captured marketd body with the same headers); wrk and the harness are pinned to core %s; wrk -t%d -c%d -d%s --latency; a 1 s warm-up of each, then %d run(s) per target, alternating marketd and reference, medians. Rate limits raised to 10⁹ per 60 s via --rate-list/--rate-item; scheduled cycles moved out of the way (--poll-interval 24h), cycles run by POST /admin/ingest. Run took %s (budget %s).\n\n",
 		o.ServerCore, o.WrkCore, o.Wrk.Threads, o.Wrk.Connections, o.Wrk.Duration, o.Runs, r.Finished.Sub(r.Started).Round(time.Second), o.Budget)
 
 	vs := verdicts(r)
@@ -120,8 +120,8 @@ func renderReport(r *Results) string {
 func sizeHeader(b *strings.Builder, s *SizeRun) {
 	fmt.Fprintf(b, "## Read path — %s (%d collections)\n\n", s.Label, s.Collections)
 	if s.Picked.Collection.ID != "" {
-		fmt.Fprintf(b, "Collection `%s` (%d items on its listings page at limit=100, %d on its sales page), token `%s`. Ready after %s (first cycle projected).\n\n",
-			s.Picked.Collection.ID, s.Picked.Listings, s.Picked.Sales, s.Picked.TokenPath, fmtDur(s.Ready))
+		fmt.Fprintf(b, "Collection `%s` (%d items on its listings page at limit=100, %d on its sales page), token `%s`. Ready after %s (first cycle projected). GOMAXPROCS after pinning: %s.\n\n",
+			s.Picked.Collection.ID, s.Picked.Listings, s.Picked.Sales, s.Picked.TokenPath, fmtDur(s.Ready), s.GOMAXPROCS)
 	}
 	if s.Skipped != "" {
 		fmt.Fprintf(b, "**Not fully measured:** %s\n\n", s.Skipped)
@@ -323,7 +323,7 @@ func renderReplay(b *strings.Builder, r *Results) {
 		}
 		fmt.Fprintf(b, "| %s | %d | %s | %s | %.0f | %.2f | %s |\n", x.Label, x.Msgs, fmtDur(x.Wall), rate, x.RawMax, rt, met)
 	}
-	fmt.Fprintf(b, "\nReplay wall time is the whole `marketd replay` process (embedded NATS start on the store, Badger, swap); the raw rate is an ordered consumer reading both streams from an embedded server on the same store.\n\n")
+	fmt.Fprintf(b, "\nReplay wall time is the whole `marketd replay` process (embedded NATS start on the store, Badger, swap); the raw rate is an ordered consumer reading both streams from an embedded server on the same store, timed from the consumer's creation to the last message. Both run unpinned.\n\n")
 	for _, x := range r.Replays {
 		if x.Output != "" {
 			fmt.Fprintf(b, "`marketd replay` output, %s (last lines):\n\n```\n%s\n```\n\n", x.Label, x.Output)
