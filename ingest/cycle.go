@@ -42,7 +42,11 @@ func (in *Ingest) run(ctx context.Context, set map[readmodel.Source]bool) (Summa
 	in.cycleMu.Lock()
 	defer in.cycleMu.Unlock()
 	start := in.now().UTC()
-	c := &cycle{in: in, start: start, ns: strconv.FormatInt(start.UnixNano(), 10),
+	// Message IDs must differ between cycles even under a frozen clock, or
+	// the bus would drop a later cycle's messages as duplicates.
+	ns := max(start.UnixNano(), in.lastNS+1)
+	in.lastNS = ns
+	c := &cycle{in: in, start: start, ns: strconv.FormatInt(ns, 10),
 		sum:    Summary{Start: start, Sources: map[string]*SourceSummary{}},
 		hashes: map[string][16]byte{}, status: map[string]statusState{}, buckets: map[string]int{}}
 	if err := ctx.Err(); err != nil {

@@ -111,6 +111,7 @@ type Ingest struct {
 	tokWM   string
 	buckets map[string]int
 	salesAt string
+	lastNS  int64 // the last cycle's ID prefix
 
 	stats statsCounter
 

@@ -428,7 +428,13 @@ func TestConcurrentCyclesSerialize(t *testing.T) {
 	wg.Wait()
 	msgs := e.pub.take()
 	assert.False(t, e.pub.overlap)
-	// Messages of one cycle are contiguous: the ID prefix never comes back.
+	ids := map[string]bool{}
+	for _, m := range msgs {
+		assert.False(t, ids[m.ID], "duplicate message ID %s", m.ID)
+		ids[m.ID] = true
+	}
+	// Messages of one cycle are contiguous: the ID prefix never comes back,
+	// even though the clock is frozen (IDs must differ between cycles).
 	seen := map[string]bool{}
 	prev := ""
 	for _, m := range msgs {
