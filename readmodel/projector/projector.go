@@ -348,7 +348,7 @@ func (p *Projector) consume(ctx context.Context, i int) {
 			continue
 		}
 		idle = 0
-		if err := p.handle(ctx, i, m); err != nil && ctx.Err() == nil {
+		if _, err := p.handle(ctx, i, it, m); err != nil && ctx.Err() == nil {
 			log.Error().Err(err).Msg("apply failed; re-consuming from the applied position")
 			p.applyMu.Lock()
 			if p.iters[i] == it {
@@ -406,65 +406,127 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// handle applies one delivered message of stream i.
-func (p *Projector) handle(ctx context.Context, i int, m jetstream.Msg) error {
-	meta, err := m.Metadata()
-	if err != nil {
-		return readmodel.Wrap(readmodel.UpstreamError, err, "message metadata")
-	}
-	seq := meta.Sequence.Stream
-	p.applyMu.Lock()
-	defer p.applyMu.Unlock()
-	if seq <= p.pos[i].Seq {
-		return nil // redelivery of something already applied
-	}
-	if err := p.applyLocked(ctx, i, seq, m.Data()); err != nil {
-		return err
-	}
-	if err := p.runJobLocked(ctx); err != nil {
-		return err
-	}
-	p.setApplied(i, seq)
-	return nil
+// Batching: a message that arrives while others are already buffered is
+// applied together with them in one transaction (up to maxBatch messages
+// or maxBatchBytes of payload), with the position of the last. That keeps
+// the one-transaction guarantee (views and position commit together)
+// while a catch-up or replay pays one commit per batch. A batch too large
+// for one transaction falls back to one transaction per message.
+const (
+	maxBatch      = 256
+	maxBatchBytes = 2 << 20
+	batchWait     = 50 * time.Microsecond
+)
+
+type delivered struct {
+	seq  uint64
+	data []byte
 }
 
-// applyLocked applies one message in one transaction with its position.
-// An undecodable message is skipped (logged) but still advances the
-// position so it never wedges the node.
-func (p *Projector) applyLocked(ctx context.Context, i int, seq uint64, data []byte) error {
-	msg, derr := bus.Decode(data)
-	sp := store.StreamPos{Seq: seq}
-	if derr != nil {
-		p.log.Warn().Err(derr).Str("stream", streamNames[i]).Uint64("seq", seq).Msg("skipping undecodable message")
-	} else {
-		sp.ID = msg.ID
+// handle applies m and whatever stream i's iterator already holds, and
+// returns how many messages it applied.
+func (p *Projector) handle(ctx context.Context, i int, it jetstream.MessagesContext, m jetstream.Msg) (int, error) {
+	batch := make([]delivered, 0, 16)
+	size := 0
+	for m != nil {
+		meta, err := m.Metadata()
+		if err != nil {
+			return 0, readmodel.Wrap(readmodel.UpstreamError, err, "message metadata")
+		}
+		batch = append(batch, delivered{seq: meta.Sequence.Stream, data: m.Data()})
+		size += len(m.Data())
+		if len(batch) >= maxBatch || size >= maxBatchBytes || it == nil {
+			break
+		}
+		if m, err = it.Next(jetstream.NextMaxWait(batchWait)); err != nil {
+			break // nothing buffered (or the iterator failed: the loop sees it next)
+		}
+	}
+	p.applyMu.Lock()
+	defer p.applyMu.Unlock()
+	fresh := batch[:0]
+	for _, d := range batch {
+		if d.seq > p.pos[i].Seq { // else a redelivery of something applied
+			fresh = append(fresh, d)
+		}
+	}
+	if len(fresh) == 0 {
+		return 0, nil
+	}
+	if err := p.applyLocked(ctx, i, fresh); err != nil {
+		return 0, err
+	}
+	if err := p.runJobLocked(ctx); err != nil {
+		return 0, err
+	}
+	p.setApplied(i, fresh[len(fresh)-1].seq)
+	return len(fresh), nil
+}
+
+// applyLocked applies a batch of messages of stream i in one transaction
+// with the position of the last. An undecodable message is skipped
+// (logged) but still advances the position so it never wedges the node.
+func (p *Projector) applyLocked(ctx context.Context, i int, batch []delivered) error {
+	type decoded struct {
+		msg *readmodel.Message
+		sp  store.StreamPos
+	}
+	ds := make([]decoded, len(batch))
+	for k, d := range batch {
+		msg, derr := bus.Decode(d.data)
+		ds[k].sp = store.StreamPos{Seq: d.seq}
+		if derr != nil {
+			p.log.Warn().Err(derr).Str("stream", streamNames[i]).Uint64("seq", d.seq).Msg("skipping undecodable message")
+			continue
+		}
+		ds[k].sp.ID = msg.ID
 		if (i == iSales) != (msg.Kind == readmodel.KindSales) {
-			p.log.Warn().Str("stream", streamNames[i]).Uint64("seq", seq).Str("kind", string(msg.Kind)).Msg("skipping message of the wrong stream")
-			msg = nil
+			p.log.Warn().Str("stream", streamNames[i]).Uint64("seq", d.seq).Str("kind", string(msg.Kind)).Msg("skipping message of the wrong stream")
+			continue
 		}
+		ds[k].msg = msg
 	}
-	err := p.st.Update(ctx, func(tx *store.Tx) error {
-		if msg != nil {
-			a := &applier{tx: tx, now: msg.ObservedAt, retention: p.opts.RowRetention, seq: seq}
-			if a.now.IsZero() {
-				a.now = p.opts.Now()
+	apply := func(part []decoded) error {
+		var rows int64
+		err := p.st.Update(ctx, func(tx *store.Tx) error {
+			for _, d := range part {
+				if d.msg == nil {
+					continue
+				}
+				a := &applier{tx: tx, now: d.msg.ObservedAt, retention: p.opts.RowRetention, seq: d.sp.Seq}
+				if a.now.IsZero() {
+					a.now = p.opts.Now()
+				}
+				if err := a.apply(d.msg); err != nil {
+					return err
+				}
+				rows += int64(1 + len(d.msg.Listings) + len(d.msg.Tokens) + len(d.msg.Sales))
 			}
-			if err := a.apply(msg); err != nil {
-				return err
-			}
-			p.rows.Add(int64(1 + len(msg.Listings) + len(msg.Tokens) + len(msg.Sales)))
+			tx.SetPosition(streamNames[i], part[len(part)-1].sp)
+			return nil
+		})
+		if err == nil {
+			p.rows.Add(rows)
+			p.pos[i] = part[len(part)-1].sp
 		}
-		tx.SetPosition(streamNames[i], sp)
-		return nil
-	})
-	if err != nil && errors.Is(err, store.ErrTooBig) {
-		p.log.Error().Err(err).Str("stream", streamNames[i]).Uint64("seq", seq).Msg("message too large for one transaction; skipped")
-		err = p.st.Update(ctx, func(tx *store.Tx) error { tx.SetPosition(streamNames[i], sp); return nil })
-	}
-	if err != nil {
 		return err
 	}
-	p.pos[i] = sp
+	err := apply(ds)
+	if err == nil || !errors.Is(err, store.ErrTooBig) {
+		return err
+	}
+	for k := range ds { // too big together: one transaction each
+		err := apply(ds[k : k+1])
+		if err != nil && errors.Is(err, store.ErrTooBig) {
+			p.log.Error().Err(err).Str("stream", streamNames[i]).Uint64("seq", ds[k].sp.Seq).Msg("message too large for one transaction; skipped")
+			skip := ds[k]
+			skip.msg = nil
+			err = apply([]decoded{skip})
+		}
+		if err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -592,9 +654,9 @@ func (p *Projector) ApplyAvailable(ctx context.Context) (int, error) {
 	return n, err
 }
 
-// drain applies stream i up to sequence head, reporting each message to
-// progress (may be nil).
-func (p *Projector) drain(ctx context.Context, i int, head uint64, progress func(seq uint64)) (int, error) {
+// drain applies stream i up to sequence head, reporting each applied batch
+// to progress (may be nil).
+func (p *Projector) drain(ctx context.Context, i int, head uint64, progress func(applied int)) (int, error) {
 	n, idle := 0, 0
 	for {
 		p.applyMu.Lock()
@@ -640,15 +702,13 @@ func (p *Projector) drain(ctx context.Context, i int, head uint64, progress func
 			continue
 		}
 		idle = 0
-		if err := p.handle(ctx, i, m); err != nil {
+		k, err := p.handle(ctx, i, it, m)
+		if err != nil {
 			return n, err
 		}
-		n++
+		n += k
 		if progress != nil {
-			meta, _ := m.Metadata()
-			if meta != nil {
-				progress(meta.Sequence.Stream)
-			}
+			progress(k)
 		}
 	}
 }

@@ -226,14 +226,14 @@ func (p *Projector) replayAll(ctx context.Context, w io.Writer, every time.Durat
 	pr := newProgress(w, every, heads, p)
 	n := 0
 	for i := range p.iters {
-		k, err := p.drain(ctx, i, []uint64{heads.State, heads.Sales}[i], func(uint64) { pr.tick(false) })
+		k, err := p.drain(ctx, i, []uint64{heads.State, heads.Sales}[i], func(k int) { pr.tick(k) })
 		n += k
 		if err != nil {
 			return n, err
 		}
 	}
 	_, err = p.Sweep(ctx, p.opts.Now())
-	pr.tick(true)
+	pr.tick(-1)
 	return n, err
 }
 
@@ -262,11 +262,10 @@ func newProgress(w io.Writer, every time.Duration, heads readmodel.Position, p *
 	return pr
 }
 
-func (pr *progress) tick(final bool) {
-	n := pr.applied.Add(1)
-	if final {
-		n--
-	}
+// tick records k more applied messages; k < 0 marks the end.
+func (pr *progress) tick(k int) {
+	final := k < 0
+	n := pr.applied.Add(int64(max(k, 0)))
 	if pr.w == nil {
 		return
 	}

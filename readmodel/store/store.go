@@ -87,7 +87,8 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		WithValueLogFileSize(128 << 20).
 		WithNumCompactors(2).
 		WithBlockCacheSize(32 << 20).
-		WithIndexCacheSize(16 << 20)
+		WithIndexCacheSize(16 << 20).
+		WithDetectConflicts(false) // one writer: the projector
 	db, err := badger.Open(bo)
 	if err != nil {
 		return nil, readmodel.Wrap(readmodel.Internal, err, "open badger in "+dir)
