@@ -337,3 +337,16 @@ func TestReplayProgress(t *testing.T) {
 		})
 	}
 }
+
+func TestFindFlag(t *testing.T) {
+	tests := []struct{ name, help, want string }{
+		{"go flag package style", "  -sim-seed value\n  -sim-tokens-per-collection value\n    tokens", "--sim-tokens-per-collection"},
+		{"double dash with =", "--sim-tokens=N  tokens per collection", "--sim-tokens"},
+		{"absent", "  -sim-collections value\n  simulator tokens are varied", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, findFlag(tc.help, "sim-tokens"))
+		})
+	}
+}

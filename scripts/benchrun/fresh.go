@@ -24,6 +24,7 @@ type FreshSample struct {
 	Published  time.Duration // the cycle's end of publishing, from its summary
 	HasPublish bool
 	URL        string // the path whose body changed first
+	LastURL    string // the path whose body changed last
 }
 
 // AfterPublish is how long after the cycle finished publishing the last
@@ -168,7 +169,7 @@ func freshOnce(ctx context.Context, api, admin, sim string, base map[string][]by
 			s.Served, s.URL = d, p
 		}
 		if d > s.LastServed {
-			s.LastServed = d
+			s.LastServed, s.LastURL = d, p
 		}
 		s.Observed = true
 	}

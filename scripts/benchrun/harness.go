@@ -33,21 +33,24 @@ type Results struct {
 
 // SizeRun is one market size: start-up, read path, memory, cycle.
 type SizeRun struct {
-	Label        string
-	Collections  int
-	DataDir      string
-	Ready        time.Duration // start to /readyz 200 (first cycle projected)
-	ReadyCPU     time.Duration // CPU used by marketd until then
-	Picked       Picked
-	Endpoints    []*EPResult
-	MemReady     Mem
-	MemSteady    Mem // after the read benchmark, idle
-	PeakRSS      int64
-	Cycle        *CycleRun
-	Skipped      string // why this size was not (fully) measured
-	Metrics      string // marketd_* lines of /metrics when it was not ready in time
-	GOMAXPROCS   string // as marketd reported it after pinning
-	ShutdownTook time.Duration
+	Label       string
+	Collections int
+	DataDir     string
+	Ready       time.Duration // start to /readyz 200 (first cycle projected)
+	ReadyCPU    time.Duration // CPU used by marketd until then
+	Picked      Picked
+	Endpoints   []*EPResult
+	MemReady    Mem
+	MemSteady   Mem // after the read benchmark, idle
+	PeakRSS     int64
+	Cycle       *CycleRun
+	Skipped     string // why this size was not (fully) measured
+	Metrics     string // marketd_* lines of /metrics when it was not ready in time
+	GOMAXPROCS  string // as marketd reported it after pinning
+	// TokensPerCollection is what the simulator was given; 0: its default
+	// (varied, 20–400, about 210 on average).
+	TokensPerCollection int
+	ShutdownTook        time.Duration
 }
 
 // EPResult is one endpoint at one size.
@@ -216,6 +219,11 @@ func (h *harness) startNode(ctx context.Context, s *SizeRun) (*node, error) {
 		// scheduled cycle never lands inside a read measurement.
 		"--poll-interval", "24h",
 		"--log-format", "json",
+	}
+	if f := h.tokensFlag(ctx); f != "" && s.Collections >= 10_000 {
+		// Issue 6's large market: 100 tokens a collection (10 M at 100 k).
+		args = append(args, f, "100")
+		s.TokensPerCollection = 100
 	}
 	args = append(args, strings.Fields(h.o.ExtraArgs)...)
 	// Unpinned until the read path: start-up and cycles use the machine as a
@@ -475,8 +483,8 @@ func (h *harness) freshness(ctx context.Context, n *node, p Picked) {
 		}
 		h.res.Fresh = append(h.res.Fresh, s)
 		h.res.FreshSummary = trimJSON(summary, 1500)
-		h.logf("fresh %2d: publish end %-8s first served %-8s last served %-8s ingest answered %-8s (%d/%d paths changed)",
-			i+1, pubStr(s), fmtDur(s.Served), fmtDur(s.LastServed), fmtDur(s.Returned), s.Changed, s.Watched)
+		h.logf("fresh %2d: publish end %-8s first served %-8s last served %-8s ingest answered %-8s (%d/%d paths changed; last %s)",
+			i+1, pubStr(s), fmtDur(s.Served), fmtDur(s.LastServed), fmtDur(s.Returned), s.Changed, s.Watched, s.LastURL)
 	}
 }
 
@@ -535,7 +543,7 @@ func (h *harness) replay(ctx context.Context, s *SizeRun) {
 
 func (h *harness) goBench(ctx context.Context) {
 	h.logf("go test -bench (benchtime %s)", h.o.BenchTime)
-	out, _, err := runCmd(ctx, 8*time.Minute, h.o.RepoDir, "taskset", "-c", h.allCores(), "go", "test", "-run", "^$", "-bench", ".", "-benchmem",
+	out, _, err := runCmd(ctx, 8*time.Minute, h.o.RepoDir, "taskset", "-c", h.allCores(), "go", "test", "-count=1", "-run", "^$", "-bench", ".", "-benchmem",
 		"-benchtime", h.o.BenchTime, "-timeout", "7m", "./httpapi/...", "./readmodel/...")
 	h.res.GoBench = filterBench(out)
 	if err != nil {
@@ -654,4 +662,26 @@ func (h *harness) allCores() string {
 		n = runtime.NumCPU()
 	}
 	return fmt.Sprintf("0-%d", n-1)
+}
+
+// tokensFlag is marketd's flag for the simulator's tokens per collection,
+// if this build has one ("" otherwise).
+func (h *harness) tokensFlag(ctx context.Context) string {
+	out, _, _ := runCmd(ctx, 10*time.Second, "", h.bin("marketd"), "all", "-h")
+	return findFlag(out, "sim-tokens")
+}
+
+// findFlag returns the first flag in a -h text whose name starts with
+// prefix, as --name ("" if none).
+func findFlag(help, prefix string) string {
+	for _, f := range strings.Fields(help) {
+		name := strings.TrimLeft(f, "-")
+		if len(name) == len(f) {
+			continue // not a flag
+		}
+		if name, _, _ = strings.Cut(name, "="); strings.HasPrefix(name, prefix) {
+			return "--" + strings.TrimRight(name, ",")
+		}
+	}
+	return ""
 }

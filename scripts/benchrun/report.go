@@ -118,7 +118,11 @@ func renderReport(r *Results) string {
 }
 
 func sizeHeader(b *strings.Builder, s *SizeRun) {
-	fmt.Fprintf(b, "## Read path — %s (%d collections)\n\n", s.Label, s.Collections)
+	tokens := "the simulator's default tokens per collection (varied 20–400, about 210 on average)"
+	if s.TokensPerCollection > 0 {
+		tokens = fmt.Sprintf("%d tokens per collection (%d in all)", s.TokensPerCollection, s.TokensPerCollection*s.Collections)
+	}
+	fmt.Fprintf(b, "## Read path — %s (%d collections, %s)\n\n", s.Label, s.Collections, tokens)
 	if s.Picked.Collection.ID != "" {
 		fmt.Fprintf(b, "Collection `%s` (%d items on its listings page at limit=100, %d on its sales page), token `%s`. Ready after %s (first cycle projected). GOMAXPROCS after pinning: %s.\n\n",
 			s.Picked.Collection.ID, s.Picked.Listings, s.Picked.Sales, s.Picked.TokenPath, fmtDur(s.Ready), s.GOMAXPROCS)
