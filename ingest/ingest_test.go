@@ -79,7 +79,15 @@ func (e *env) clock() time.Time { e.mu.Lock(); defer e.mu.Unlock(); return e.now
 
 // MustEnv starts a simulator behind an httptest server (wrapped by
 // override when given) and an Ingest reading it; both close at cleanup.
+// Every source gets a generous timeout.
 func MustEnv(t *testing.T, override func(sim http.Handler) http.Handler) *env {
+	t.Helper()
+	return MustEnvTimeout(t, override, 30*time.Second)
+}
+
+// MustEnvTimeout is MustEnv with the analytics source's timeout set (the
+// timeout fault holds a request until the client gives up).
+func MustEnvTimeout(t *testing.T, override func(sim http.Handler) http.Handler, analytics time.Duration) *env {
 	t.Helper()
 	s := sim.New(sim.Options{Seed: 9, Collections: 20, TokensPerCollection: 60, Anchor: anchor})
 	h := s.Handler()
@@ -90,10 +98,9 @@ func MustEnv(t *testing.T, override func(sim http.Handler) http.Handler) *env {
 	e := &env{sim: s, url: srv.URL, pub: &fakePub{}, now: anchor.Add(10 * time.Second), edge: s.EdgeCases()}
 	cfg := ingest.Config{Sources: map[readmodel.Source]ingest.SourceConfig{}, Now: e.clock, PageLimit: 300}
 	for _, src := range readmodel.Sources {
-		cfg.Sources[src] = ingest.SourceConfig{BaseURL: srv.URL + "/" + string(src), Timeout: 2 * time.Second}
+		cfg.Sources[src] = ingest.SourceConfig{BaseURL: srv.URL + "/" + string(src), Timeout: 30 * time.Second}
 	}
-	// The timeout fault holds requests until the client gives up.
-	cfg.Sources[readmodel.SourceAnalytics] = ingest.SourceConfig{BaseURL: srv.URL + "/analytics", Timeout: time.Second}
+	cfg.Sources[readmodel.SourceAnalytics] = ingest.SourceConfig{BaseURL: srv.URL + "/analytics", Timeout: analytics}
 	in, err := ingest.New(cfg, e.pub, zerolog.Nop())
 	require.NoError(t, err)
 	e.in = in
@@ -270,7 +277,7 @@ func TestRunCyclePublishesOnlyChanges(t *testing.T) {
 func TestFailedPollPublishesFailureStatus(t *testing.T) {
 	garbage := false
 	var gmu sync.Mutex
-	e := MustEnv(t, func(h http.Handler) http.Handler {
+	e := MustEnvTimeout(t, func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			gmu.Lock()
 			g := garbage
@@ -281,7 +288,7 @@ func TestFailedPollPublishesFailureStatus(t *testing.T) {
 			}
 			h.ServeHTTP(w, r)
 		})
-	})
+	}, 3*time.Second)
 	_, err := e.in.RunCycle(context.Background())
 	require.NoError(t, err)
 	e.pub.take()

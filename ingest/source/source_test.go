@@ -44,7 +44,7 @@ func TestPagingIsComplete(t *testing.T) {
 	listings := func(src readmodel.Source) walker {
 		return func(limit int) (int, error) {
 			n := 0
-			err := client(base, src, time.Second).Listings(ctx, limit, func(gs []source.RowsGroup[readmodel.RawListing]) error {
+			err := client(base, src, 30*time.Second).Listings(ctx, limit, func(gs []source.RowsGroup[readmodel.RawListing]) error {
 				for _, g := range gs {
 					n += len(g.Rows) + len(g.Rejects)
 				}
@@ -59,7 +59,7 @@ func TestPagingIsComplete(t *testing.T) {
 	}{
 		{name: "collections", walk: func(limit int) (int, error) {
 			n := 0
-			err := client(base, readmodel.SourceCollectionIndex, time.Second).Collections(ctx, limit, func(p source.Rows[readmodel.RawCollection]) error {
+			err := client(base, readmodel.SourceCollectionIndex, 30*time.Second).Collections(ctx, limit, func(p source.Rows[readmodel.RawCollection]) error {
 				n += len(p.Rows)
 				return nil
 			})
@@ -69,7 +69,7 @@ func TestPagingIsComplete(t *testing.T) {
 		{name: "mirror listings", walk: listings(readmodel.SourceIndexerMirror)},
 		{name: "tokens", walk: func(limit int) (int, error) {
 			n := 0
-			_, err := client(base, readmodel.SourceIndexerMirror, time.Second).Tokens(ctx, "", limit, func(gs []source.RowsGroup[readmodel.RawToken]) error {
+			_, err := client(base, readmodel.SourceIndexerMirror, 30*time.Second).Tokens(ctx, "", limit, func(gs []source.RowsGroup[readmodel.RawToken]) error {
 				for _, g := range gs {
 					n += len(g.Rows)
 				}
@@ -79,7 +79,7 @@ func TestPagingIsComplete(t *testing.T) {
 		}},
 		{name: "stats", walk: func(limit int) (int, error) {
 			n := 0
-			err := client(base, readmodel.SourceIndexerStats, time.Second).Stats(ctx, limit, func(p source.Rows[readmodel.RawStats]) error {
+			err := client(base, readmodel.SourceIndexerStats, 30*time.Second).Stats(ctx, limit, func(p source.Rows[readmodel.RawStats]) error {
 				n += len(p.Rows)
 				return nil
 			})
@@ -87,7 +87,7 @@ func TestPagingIsComplete(t *testing.T) {
 		}},
 		{name: "analytics", walk: func(limit int) (int, error) {
 			n := 0
-			err := client(base, readmodel.SourceAnalytics, time.Second).Analytics(ctx, limit, func(p source.Rows[readmodel.RawAnalytics]) error {
+			err := client(base, readmodel.SourceAnalytics, 30*time.Second).Analytics(ctx, limit, func(p source.Rows[readmodel.RawAnalytics]) error {
 				n += len(p.Rows)
 				return nil
 			})
@@ -95,7 +95,7 @@ func TestPagingIsComplete(t *testing.T) {
 		}},
 		{name: "sales", walk: func(limit int) (int, error) {
 			n := 0
-			_, err := client(base, readmodel.SourceSales, time.Second).Sales(ctx, "", limit, func(p source.Rows[readmodel.RawSale], _ string) error {
+			_, err := client(base, readmodel.SourceSales, 30*time.Second).Sales(ctx, "", limit, func(p source.Rows[readmodel.RawSale], _ string) error {
 				n += len(p.Rows) + len(p.Rejects)
 				return nil
 			})
@@ -116,7 +116,7 @@ func TestPagingIsComplete(t *testing.T) {
 
 func TestSalesFeedIsIncremental(t *testing.T) {
 	s, base := MustSim(t)
-	c := client(base, readmodel.SourceSales, time.Second)
+	c := client(base, readmodel.SourceSales, 30*time.Second)
 	ctx := context.Background()
 	count := func(cursor string) (int, string) {
 		n := 0
@@ -138,7 +138,7 @@ func TestSalesFeedIsIncremental(t *testing.T) {
 
 func TestTokensChangedSince(t *testing.T) {
 	s, base := MustSim(t)
-	c := client(base, readmodel.SourceIndexerMirror, time.Second)
+	c := client(base, readmodel.SourceIndexerMirror, 30*time.Second)
 	ctx := context.Background()
 	walk := func(since string) (int, string) {
 		n := 0
@@ -207,7 +207,7 @@ func TestPollErrorsAreClassified(t *testing.T) {
 
 func TestRatesAndRowDecoding(t *testing.T) {
 	_, base := MustSim(t)
-	rates, bad, err := client(base, readmodel.SourcePriceFeed, time.Second).Rates(context.Background())
+	rates, bad, err := client(base, readmodel.SourcePriceFeed, 30*time.Second).Rates(context.Background())
 	require.NoError(t, err)
 	assert.Empty(t, bad)
 	assert.Positive(t, rates["SOL"])
