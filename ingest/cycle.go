@@ -25,14 +25,14 @@ type cycle struct {
 
 	mu         sync.Mutex // guards everything below
 	sum        Summary
-	hashes     map[string][16]byte
-	attempted  []string
-	status     map[string]statusState
+	hashes     map[hkey][16]byte
+	attempted  []hkey
+	status     map[hkey]statusState
 	newColls   []collInfo
 	collsOK    bool
 	tokWM      string
 	tokOK      bool
-	buckets    map[string]int
+	buckets    map[hkey]int
 	salesAt    string
 	salesMoved bool
 	pubErr     error
@@ -48,7 +48,7 @@ func (in *Ingest) run(ctx context.Context, set map[readmodel.Source]bool) (Summa
 	in.lastNS = ns
 	c := &cycle{in: in, start: start, ns: strconv.FormatInt(ns, 10),
 		sum:    Summary{Start: start, Sources: map[string]*SourceSummary{}},
-		hashes: map[string][16]byte{}, status: map[string]statusState{}, buckets: map[string]int{}}
+		hashes: map[hkey][16]byte{}, status: map[hkey]statusState{}, buckets: map[hkey]int{}}
 	if err := ctx.Err(); err != nil {
 		return c.sum, readmodel.Wrap(readmodel.Internal, err, "ingest: cycle not started")
 	}
@@ -122,7 +122,7 @@ func (in *Ingest) run(ctx context.Context, set map[readmodel.Source]bool) (Summa
 
 // forget drops the recorded hashes of subjects whose publish may or may
 // not have reached the bus, so the next cycle publishes them again.
-func (in *Ingest) forget(keys []string) {
+func (in *Ingest) forget(keys []hkey) {
 	for _, k := range keys {
 		delete(in.hashes, k)
 	}
@@ -188,8 +188,8 @@ func (c *cycle) failed() bool {
 	return c.pubErr != nil
 }
 
-func subject(m *readmodel.Message) string {
-	return string(m.Kind) + "/" + string(m.Source) + "/" + m.CollectionID + "/" + strconv.FormatUint(uint64(m.Bucket), 10)
+func subject(m *readmodel.Message) hkey {
+	return keyOf(string(m.Kind) + "/" + string(m.Source) + "/" + m.CollectionID + "/" + strconv.FormatUint(uint64(m.Bucket), 10))
 }
 
 // offer publishes msg unless its content hash h equals the hash of the
@@ -207,7 +207,7 @@ func (c *cycle) offer(ctx context.Context, key string, msg *readmodel.Message, h
 }
 
 // publish sends msg with its ID and observation time set.
-func (c *cycle) publish(ctx context.Context, key string, msg *readmodel.Message, subj string, h *[16]byte) error {
+func (c *cycle) publish(ctx context.Context, key string, msg *readmodel.Message, subj hkey, h *[16]byte) error {
 	msg.ID = c.ns + "/" + string(msg.Kind) + "/" + string(msg.Source) + "/" + msg.CollectionID + "/" + strconv.FormatUint(uint64(msg.Bucket), 10)
 	msg.ObservedAt = c.start
 	c.mu.Lock()
@@ -242,27 +242,29 @@ func (c *cycle) publish(ctx context.Context, key string, msg *readmodel.Message,
 // setStatus records the poll outcome of (src, coll) and publishes it on the
 // first cycle after start and whenever (ok, errorClass) changes.
 func (c *cycle) setStatus(ctx context.Context, src readmodel.Source, coll string, pollErr error) error {
-	key := string(src) + "|" + coll
-	prev, had := c.in.status[key]
-	st := statusState{ok: pollErr == nil, class: source.ErrorClass(pollErr)}
+	sk := keyOf(string(src) + "|" + coll)
+	prev, had := c.in.status[sk]
+	class := source.ErrorClass(pollErr)
+	st := statusState{ok: pollErr == nil, class: classIndex(class)}
+	start := unixNano(c.start)
 	if st.ok {
-		st.lastGoodAt = c.start
+		st.lastGoodAt = start
 	} else {
 		st.lastGoodAt = prev.lastGoodAt
-		st.failingSince = c.start
+		st.failingSince = start
 		if had && !prev.ok {
 			st.failingSince = prev.failingSince
 		}
 	}
 	c.mu.Lock()
-	c.status[key] = st
+	c.status[sk] = st
 	c.mu.Unlock()
 	if had && prev.ok == st.ok && prev.class == st.class {
 		return nil
 	}
 	msg := &readmodel.Message{Kind: readmodel.KindStatus, Source: src, CollectionID: coll, Status: &readmodel.PollStatus{
-		OK: st.ok, ErrorClass: st.class, LastGoodAt: st.lastGoodAt, FailingSince: st.failingSince}}
-	return c.publish(ctx, string(src), msg, "", nil)
+		OK: st.ok, ErrorClass: errorClasses[st.class], LastGoodAt: fromUnixNano(st.lastGoodAt), FailingSince: fromUnixNano(st.failingSince)}}
+	return c.publish(ctx, string(src), msg, hkey{}, nil)
 }
 
 func (c *cycle) pollCollections(ctx context.Context) {
@@ -493,7 +495,8 @@ func (c *cycle) pollTokens(ctx context.Context) {
 				b := TokenBucket(readmodel.TokenKey(d.Chain, d.ContractAddress, d.TokenID), nb)
 				buckets[b] = append(buckets[b], d)
 			}
-			prev := c.in.buckets[id]
+			ck := keyOf(id)
+			prev := c.in.buckets[ck]
 			for b := 0; b < max(nb, prev); b++ {
 				var toks []readmodel.TokenDoc
 				if b < nb {
@@ -506,7 +509,7 @@ func (c *cycle) pollTokens(ctx context.Context) {
 				}
 			}
 			c.mu.Lock()
-			c.buckets[id] = nb
+			c.buckets[ck] = nb
 			c.mu.Unlock()
 		}
 		return nil
@@ -613,7 +616,7 @@ func (c *cycle) pollSales(ctx context.Context) {
 				n := min(len(rows), SalesBatch)
 				batch++
 				msg := &readmodel.Message{Kind: readmodel.KindSales, Source: src, CollectionID: id, Bucket: batch, Sales: rows[:n]}
-				if err := c.publish(ctx, key, msg, "", nil); err != nil {
+				if err := c.publish(ctx, key, msg, subject(msg), nil); err != nil {
 					return err
 				}
 				rows = rows[n:]

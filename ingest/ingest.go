@@ -43,6 +43,7 @@ package ingest
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"net/http"
 	"net/url"
 	"sort"
@@ -103,13 +104,13 @@ type Ingest struct {
 	now     func() time.Time
 	clients map[readmodel.Source]*source.Client
 
-	cycleMu sync.Mutex // held for a whole cycle; guards the fields below
-	hashes  map[string][16]byte
-	status  map[string]statusState
+	cycleMu sync.Mutex        // held for a whole cycle; guards the fields below
+	hashes  map[hkey][16]byte // pointer-free maps: the garbage collector skips them
+	status  map[hkey]statusState
 	colls   []collInfo // last good collection list; nil = never loaded
 	known   map[string]bool
 	tokWM   string
-	buckets map[string]int
+	buckets map[hkey]int
 	salesAt string
 	lastNS  int64 // the last cycle's ID prefix
 
@@ -126,11 +127,50 @@ type collInfo struct {
 	hasContract bool
 }
 
+// statusState is a subject's last recorded poll status. Times are unix
+// nanoseconds (0 = zero time) and the class an index into errorClasses, so
+// the status map holds no pointers.
 type statusState struct {
 	ok           bool
-	class        string
-	lastGoodAt   time.Time
-	failingSince time.Time
+	class        uint8
+	lastGoodAt   int64
+	failingSince int64
+}
+
+var errorClasses = []string{"", source.ClassTimeout, source.ClassHTTP5xx, source.ClassHTTPStatus, source.ClassBadPayload, source.ClassTransport}
+
+func classIndex(class string) uint8 {
+	for i, c := range errorClasses {
+		if c == class {
+			return uint8(i)
+		}
+	}
+	return uint8(len(errorClasses) - 1) // transport
+}
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromUnixNano(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// hkey is the 128-bit FNV-1a hash of a subject or collection id.
+type hkey [16]byte
+
+func keyOf(s string) hkey {
+	h := fnv.New128a()
+	_, _ = h.Write([]byte(s))
+	var k hkey
+	h.Sum(k[:0])
+	return k
 }
 
 // New validates cfg and returns an Ingest that has not started. It returns
@@ -141,8 +181,8 @@ func New(cfg Config, pub Publisher, log zerolog.Logger) (*Ingest, error) {
 		return nil, readmodel.Errorf(readmodel.Internal, "ingest: nil publisher")
 	}
 	in := &Ingest{cfg: cfg, pub: pub, log: log.With().Str("component", "ingest").Logger(), now: cfg.Now,
-		clients: map[readmodel.Source]*source.Client{}, hashes: map[string][16]byte{},
-		status: map[string]statusState{}, buckets: map[string]int{}}
+		clients: map[readmodel.Source]*source.Client{}, hashes: map[hkey][16]byte{},
+		status: map[hkey]statusState{}, buckets: map[hkey]int{}}
 	if in.now == nil {
 		in.now = time.Now
 	}
