@@ -64,6 +64,67 @@ type applier struct {
 	rates     readmodel.USDRates
 	feedOK    bool
 	books     map[string]*rowsInput // order-book rows read in this transaction, by collection
+
+	// deferred collects what a batch of messages touches and renders it
+	// once, in flush, instead of after every message.
+	deferred bool
+	dirty    map[string]int       // collection → parts
+	dirtyAt  map[string]time.Time // collection → now of the last message touching it
+	dirtyTok map[string]bool      // token keys
+}
+
+// render renders (or, deferred, marks for flush) the given parts of
+// collection cid.
+func (a *applier) render(cid string, parts int) error {
+	if !a.deferred {
+		return a.renderNow(cid, parts)
+	}
+	if a.dirty == nil {
+		a.dirty, a.dirtyAt, a.dirtyTok = map[string]int{}, map[string]time.Time{}, map[string]bool{}
+	}
+	a.dirty[cid] |= parts
+	a.dirtyAt[cid] = a.now
+	return nil
+}
+
+// touchToken renders (or, deferred, marks for flush) token view k.
+func (a *applier) touchToken(k string) error {
+	if !a.deferred {
+		return a.renderToken(k)
+	}
+	if a.dirty == nil {
+		a.dirty, a.dirtyAt, a.dirtyTok = map[string]int{}, map[string]time.Time{}, map[string]bool{}
+	}
+	a.dirtyTok[k] = true
+	return nil
+}
+
+// flush renders everything marked since the last flush, in a
+// deterministic order, each collection as of its last message.
+func (a *applier) flush() error {
+	ids := make([]string, 0, len(a.dirty))
+	for id := range a.dirty {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		a.now = a.dirtyAt[id]
+		if err := a.renderNow(id, a.dirty[id]); err != nil {
+			return err
+		}
+	}
+	keys := make([]string, 0, len(a.dirtyTok))
+	for k := range a.dirtyTok {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := a.renderToken(k); err != nil {
+			return err
+		}
+	}
+	a.dirty, a.dirtyAt, a.dirtyTok = nil, nil, nil
+	return nil
 }
 
 // orderBook returns collection cid's stored order-book rows (nil when
@@ -180,7 +241,20 @@ func (a *applier) apply(msg *readmodel.Message) error {
 		}
 		return nil
 	case readmodel.KindStatus:
+		if !msg.Status.OK && (msg.Source == readmodel.SourceOrderBook || msg.Source == readmodel.SourceIndexerMirror) && len(a.dirty) > 0 {
+			// A listing source failing can end a collection's last good
+			// buyer floor: render what is pending first, so the last good
+			// value is the one an unbatched apply would have recorded.
+			now := a.now
+			if err := a.flush(); err != nil {
+				return err
+			}
+			a.now = now
+		}
 		a.tx.Put(store.InStatus, statusInput{Seq: a.seq, Status: *msg.Status}, string(msg.Source), cid)
+		if msg.Source == readmodel.SourcePriceFeed {
+			a.ratesDone = false
+		}
 		if cid == "" {
 			switch msg.Source {
 			case readmodel.SourcePriceFeed:
@@ -203,6 +277,7 @@ func (a *applier) apply(msg *readmodel.Message) error {
 			return err
 		}
 		a.tx.Put(store.InRates, msg.Rates)
+		a.ratesDone = false
 		var prev readmodel.USDRates
 		if old != nil {
 			prev = *old
@@ -312,8 +387,8 @@ func lowerASCII(s string) string {
 	return string(b)
 }
 
-// render re-renders the given parts of collection cid's views.
-func (a *applier) render(cid string, parts int) error {
+// renderNow re-renders the given parts of collection cid's views.
+func (a *applier) renderNow(cid string, parts int) error {
 	if err := a.loadRates(); err != nil {
 		return err
 	}
@@ -564,7 +639,7 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 		keep[k] = true
 		keys = append(keys, k)
 		a.tx.Put(store.InTokenDoc, tokenInput{ObservedAt: msg.ObservedAt, Doc: d}, k)
-		if err := a.renderToken(k); err != nil {
+		if err := a.touchToken(k); err != nil {
 			return err
 		}
 	}
@@ -643,7 +718,7 @@ func (a *applier) renderTokensOf(cid string, old *rowsInput, rows []readmodel.Li
 				continue
 			}
 			seen[k] = true
-			if err := a.renderToken(k); err != nil {
+			if err := a.touchToken(k); err != nil {
 				return err
 			}
 		}

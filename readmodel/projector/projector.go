@@ -489,11 +489,12 @@ func (p *Projector) applyLocked(ctx context.Context, i int, batch []delivered) e
 	apply := func(part []decoded) error {
 		var rows int64
 		err := p.st.Update(ctx, func(tx *store.Tx) error {
+			a := &applier{tx: tx, retention: p.opts.RowRetention, deferred: true}
 			for _, d := range part {
 				if d.msg == nil {
 					continue
 				}
-				a := &applier{tx: tx, now: d.msg.ObservedAt, retention: p.opts.RowRetention, seq: d.sp.Seq}
+				a.now, a.seq = d.msg.ObservedAt, d.sp.Seq
 				if a.now.IsZero() {
 					a.now = p.opts.Now()
 				}
@@ -501,6 +502,9 @@ func (p *Projector) applyLocked(ctx context.Context, i int, batch []delivered) e
 					return err
 				}
 				rows += int64(1 + len(d.msg.Listings) + len(d.msg.Tokens) + len(d.msg.Sales))
+			}
+			if err := a.flush(); err != nil {
+				return err
 			}
 			tx.SetPosition(streamNames[i], part[len(part)-1].sp)
 			return nil

@@ -72,7 +72,9 @@ func ReplayWithResult(ctx context.Context, js jetstream.JetStream, dataDir strin
 	if err := os.RemoveAll(build); err != nil {
 		return res, readmodel.Wrap(readmodel.Internal, err, "clear replay build dir")
 	}
-	st, err := store.Open(ctx, build, opts.Store)
+	bopts := opts.Store
+	bopts.NoSuperseded = true
+	st, err := store.Open(ctx, build, bopts)
 	if err != nil {
 		return res, err
 	}

@@ -33,6 +33,9 @@ type Options struct {
 	// readable by version, so a paged walk can be a consistent read.
 	// 0 means 5 minutes.
 	ListingsRetention time.Duration
+	// NoSuperseded skips keeping superseded listing snapshots (a replay
+	// build serves nobody while it runs).
+	NoSuperseded bool
 	// CacheEntries bounds each in-process cache map; 0 means 50 000.
 	CacheEntries int
 	// CacheBytes bounds the approximate size of cached views and pages;

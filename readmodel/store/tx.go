@@ -304,7 +304,7 @@ func (t *Tx) DeleteFloor(cid string) { t.delView(key(pFloor, cid)) }
 // supersedes readable by version for Options.ListingsRetention.
 func (t *Tx) PutListings(cid string, v readmodel.ListingsView) {
 	old, unchanged := t.viewIfChanged(key(pListings, cid), encodeListings(v))
-	if !unchanged && len(old) >= 8 {
+	if !unchanged && len(old) >= 8 && !t.s.opts.NoSuperseded {
 		ok := key(pOldListings, cid, string(old[:8]))
 		t.setEntry(badger.NewEntry(ok, old).WithTTL(t.s.opts.ListingsRetention))
 		t.touched = append(t.touched, string(ok))
