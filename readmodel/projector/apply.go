@@ -63,7 +63,8 @@ type applier struct {
 	ratesDone bool
 	rates     readmodel.USDRates
 	feedOK    bool
-	books     map[string]*rowsInput // order-book rows read in this transaction, by collection
+	books     map[string]*rowsInput  // listing rows read or written in this transaction, by source and collection
+	toks      map[string]*tokenInput // token documents read or written in this transaction
 
 	// deferred collects what a batch of messages touches and renders it
 	// once, in flush, instead of after every message.
@@ -128,20 +129,56 @@ func (a *applier) flush() error {
 }
 
 // orderBook returns collection cid's stored order-book rows (nil when
-// none), reading each collection's rows once per transaction.
+// none).
 func (a *applier) orderBook(cid string) (*rowsInput, error) {
-	if r, ok := a.books[cid]; ok {
+	return a.rows(readmodel.SourceOrderBook, cid)
+}
+
+// rows returns the stored rows of (src, cid), nil when none, decoding each
+// at most once per transaction (putRows keeps the memo current).
+func (a *applier) rows(src readmodel.Source, cid string) (*rowsInput, error) {
+	k := string(src) + "\x00" + cid
+	if r, ok := a.books[k]; ok {
 		return r, nil
 	}
-	r, err := store.Get[rowsInput](a.tx, store.InRows, string(readmodel.SourceOrderBook), cid)
+	r, err := store.Get[rowsInput](a.tx, store.InRows, string(src), cid)
 	if err != nil {
 		return nil, err
 	}
 	if a.books == nil {
 		a.books = map[string]*rowsInput{}
 	}
-	a.books[cid] = r
+	a.books[k] = r
 	return r, nil
+}
+
+func (a *applier) putRows(src readmodel.Source, cid string, in *rowsInput) {
+	a.tx.Put(store.InRows, in, string(src), cid)
+	if a.books == nil {
+		a.books = map[string]*rowsInput{}
+	}
+	a.books[string(src)+"\x00"+cid] = in
+}
+
+// token returns the stored token document k, nil when none, decoding it at
+// most once per transaction.
+func (a *applier) token(k string) (*tokenInput, error) {
+	if t, ok := a.toks[k]; ok {
+		return t, nil
+	}
+	t, err := store.Get[tokenInput](a.tx, store.InTokenDoc, k)
+	if err != nil {
+		return nil, err
+	}
+	a.putTokenMemo(k, t)
+	return t, nil
+}
+
+func (a *applier) putTokenMemo(k string, t *tokenInput) {
+	if a.toks == nil {
+		a.toks = map[string]*tokenInput{}
+	}
+	a.toks[k] = t
 }
 
 func (a *applier) ver() uint64 {
@@ -230,9 +267,8 @@ func (a *applier) apply(msg *readmodel.Message) error {
 			if oldRows, err = a.orderBook(cid); err != nil {
 				return err
 			}
-			a.books[cid] = &in
 		}
-		a.tx.Put(store.InRows, in, string(msg.Source), cid)
+		a.putRows(msg.Source, cid, &in)
 		if err := a.render(cid, partListings|partFloor); err != nil {
 			return err
 		}
@@ -501,7 +537,7 @@ func validChain(c readmodel.Chain) readmodel.Chain {
 
 func (a *applier) source(src readmodel.Source, cid string) (readmodel.ListingSource, error) {
 	var ls readmodel.ListingSource
-	rows, err := store.Get[rowsInput](a.tx, store.InRows, string(src), cid)
+	rows, err := a.rows(src, cid)
 	if err != nil {
 		return ls, err
 	}
@@ -638,7 +674,9 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 		}
 		keep[k] = true
 		keys = append(keys, k)
-		a.tx.Put(store.InTokenDoc, tokenInput{ObservedAt: msg.ObservedAt, Doc: d}, k)
+		ti := &tokenInput{ObservedAt: msg.ObservedAt, Doc: d}
+		a.tx.Put(store.InTokenDoc, ti, k)
+		a.putTokenMemo(k, ti)
 		if err := a.touchToken(k); err != nil {
 			return err
 		}
@@ -647,6 +685,7 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 		for _, k := range *old {
 			if !keep[k] {
 				a.tx.Delete(store.InTokenDoc, k)
+				a.putTokenMemo(k, nil)
 				a.tx.DeleteToken(k)
 			}
 		}
@@ -674,7 +713,7 @@ func (a *applier) renderToken(k string) error {
 	if err := a.loadRates(); err != nil {
 		return err
 	}
-	ti, err := store.Get[tokenInput](a.tx, store.InTokenDoc, k)
+	ti, err := a.token(k)
 	if err != nil || ti == nil {
 		return err
 	}
