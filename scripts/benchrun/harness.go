@@ -36,7 +36,8 @@ type SizeRun struct {
 	Label       string
 	Collections int
 	DataDir     string
-	Ready       time.Duration // start to /readyz 200 (first cycle projected)
+	Ready       time.Duration // start to /readyz 200 (first cycle projected), or to the bound
+	ReadyOK     bool          // /readyz answered 200 within the bound
 	ReadyCPU    time.Duration // CPU used by marketd until then
 	Picked      Picked
 	Endpoints   []*EPResult
@@ -290,6 +291,7 @@ func (h *harness) size(ctx context.Context, label string, collections int, withR
 		}
 		return s
 	}
+	s.ReadyOK = true
 	s.MemReady, _ = readMem(n.p.Pid())
 	h.logf("ready after %s (CPU %s), RSS %s", ready.Round(time.Millisecond), s.ReadyCPU.Round(time.Millisecond), mib(s.MemReady.RSS))
 

@@ -75,7 +75,7 @@ func defaultOptions(quick bool) Options {
 		Wrk:  WrkOptions{Threads: 1, Connections: 64, Duration: 10 * time.Second},
 		Runs: 3, DemoSize: 300, BigSize: 100_000, FreshReps: 20, FreshBudget: 2 * time.Minute,
 		ReadyTimeout: 3 * time.Minute, BigReady: 5 * time.Minute, CycleTimeout: 4 * time.Minute,
-		ReplayTimeout: 3 * time.Minute, GoBench: true, BenchTime: "1s", Budget: 18 * time.Minute,
+		ReplayTimeout: 3 * time.Minute, GoBench: true, BenchTime: "1s", Budget: 20 * time.Minute,
 	}
 	if quick {
 		o.Wrk.Duration, o.Runs, o.BigSize, o.FreshReps, o.BenchTime = 2*time.Second, 1, 5000, 5, "100ms"

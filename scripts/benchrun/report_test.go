@@ -17,11 +17,11 @@ func measured(rps float64, p99 time.Duration) Measured {
 
 func sampleResults() *Results {
 	ref := measured(30000, 4*time.Millisecond)
-	demo := &SizeRun{Label: "demo", Collections: 300, Ready: 2 * time.Second, Endpoints: []*EPResult{
+	demo := &SizeRun{Label: "demo", Collections: 300, Ready: 2 * time.Second, ReadyOK: true, Endpoints: []*EPResult{
 		{Endpoint: Endpoint{Name: "floor"}, Capture: Capture{BodyBytes: 600}, Marketd: measured(27000, 5*time.Millisecond), Ref: &ref},
 		{Endpoint: Endpoint{Name: "token"}, Capture: Capture{BodyBytes: 900}, Marketd: measured(20000, 9*time.Millisecond), Ref: &ref},
 	}}
-	big := &SizeRun{Label: "100000 collections", Collections: 100000, Ready: 90 * time.Second, ReadyCPU: 100 * time.Second,
+	big := &SizeRun{Label: "100000 collections", Collections: 100000, Ready: 90 * time.Second, ReadyOK: true, ReadyCPU: 100 * time.Second,
 		PeakRSS: 2 << 30, MemSteady: Mem{RSS: 1 << 30},
 		Cycle: &CycleRun{Wall: 30 * time.Second, CPU: 40 * time.Second},
 		Endpoints: []*EPResult{
@@ -50,7 +50,7 @@ func TestVerdicts(t *testing.T) {
 		{"lowest 0.50 (token)", "**NO**"},
 		{"p99 50.0ms last change served after publish end, 2/2 observed", "yes"},
 		{"tick cycle 30.00s wall, 40.00s CPU (0.33 cores over the interval)", "yes"},
-		{"0.67 at 100000 collections", "yes"},
+		{"100000 collections: 0.67 (1000 vs 1500 msgs/s, 1000 msgs)", "yes"},
 		{"peak 2048 MiB", "**NO**"},
 	}
 	for i, w := range want {
@@ -80,4 +80,16 @@ func TestRenderReport(t *testing.T) {
 		assert.Contains(t, out, s)
 	}
 	assert.False(t, strings.Contains(out, "QUICK"), "a full run is not labelled quick")
+}
+
+func TestVerdictLargeNotReady(t *testing.T) {
+	r := sampleResults()
+	big := r.Sizes[1]
+	big.ReadyOK, big.Cycle, big.Endpoints, big.Skipped = false, nil, nil, "not ready after 5m0s"
+	big.Ready, big.ReadyCPU = 5*time.Minute, 4*time.Minute
+	vs := verdicts(r)
+	assert.Equal(t, "**NO**", vs[4].met)
+	assert.Contains(t, vs[4].measured, "had not been projected after 300.00s")
+	assert.Equal(t, "?", vs[2].met, "no large read path measured")
+	assert.Contains(t, renderReport(r), "**not ready** when the bound ran out")
 }
