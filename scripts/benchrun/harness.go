@@ -152,7 +152,7 @@ func (h *harness) run(ctx context.Context) {
 	if h.o.BigSize > 0 && !h.deadline.IsZero() && time.Until(h.deadline) < 6*time.Minute {
 		h.note("large market skipped: only %s of the run's %s budget left", time.Until(h.deadline).Round(time.Second), h.o.Budget)
 	} else if ctx.Err() == nil && h.o.BigSize > 0 {
-		h.size(ctx, fmt.Sprintf("%d collections", h.o.BigSize), h.o.BigSize, h.o.BigRef, false)
+		h.size(ctx, "large", h.o.BigSize, h.o.BigRef, false)
 	} else if h.o.BigSize == 0 {
 		h.note("large market skipped (BENCH_BIG=0)")
 	}

@@ -186,6 +186,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stderr, "benchrun: write report: %v\n", err)
 		return 1
 	}
+	readme := strings.TrimSuffix(path, ".md") + "-readme.md"
+	if err := os.WriteFile(readme, []byte(renderReadme(h.res, path)), 0o644); err != nil {
+		fmt.Fprintf(stderr, "benchrun: write README section: %v\n", err)
+	}
 	if js, err := json.MarshalIndent(h.res, "", "  "); err == nil {
 		_ = os.WriteFile(strings.TrimSuffix(path, ".md")+".json", js, 0o644)
 	}
@@ -194,6 +198,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			os.RemoveAll(s.DataDir)
 		}
 	}
-	fmt.Fprintf(stdout, "\nreport: %s\n", path)
+	fmt.Fprintf(stdout, "\nREADME Performance section for this run: %s\nreport: %s\n", readme, path)
 	return 0
 }

@@ -122,7 +122,7 @@ func sizeHeader(b *strings.Builder, s *SizeRun) {
 	if s.TokensPerCollection > 0 {
 		tokens = fmt.Sprintf("%d tokens per collection (%d in all)", s.TokensPerCollection, s.TokensPerCollection*s.Collections)
 	}
-	fmt.Fprintf(b, "## Read path — %s (%d collections, %s)\n\n", s.Label, s.Collections, tokens)
+	fmt.Fprintf(b, "## Read path — %s: %d collections, %s\n\n", s.Label, s.Collections, tokens)
 	if s.Picked.Collection.ID != "" {
 		fmt.Fprintf(b, "Collection `%s` (%d items on its listings page at limit=100, %d on its sales page), token `%s`. Ready after %s (first cycle projected). GOMAXPROCS after pinning: %s.\n\n",
 			s.Picked.Collection.ID, s.Picked.Listings, s.Picked.Sales, s.Picked.TokenPath, fmtDur(s.Ready), s.GOMAXPROCS)
@@ -508,4 +508,31 @@ func verdicts(r *Results) []verdict {
 		vs[i].measured = strings.ReplaceAll(vs[i].measured, "|", "/")
 	}
 	return vs
+}
+
+// renderReadme is the README's Performance section for this run: the
+// machine, the targets and the demo-size read table, pointing at the full
+// report.
+func renderReadme(r *Results, reportPath string) string {
+	full := renderReport(r)
+	var b strings.Builder
+	m := r.Machine
+	fmt.Fprintf(&b, "## Performance\n\n")
+	fmt.Fprintf(&b, "`make bench` (`scripts/bench`, about 20 minutes) measures the read path against a minimal Fiber server serving the same bytes with the same headers, a large simulated market, freshness, cycle cost, replay and memory, and writes a report under `bench-results/` (git-ignored). Latest run: %s on %s cores (%s), %s, %s; load average %s at the start (the machine was shared, so figures are noisy).\n\n",
+		r.Started.UTC().Format("2006-01-02"), m["nproc"], m["cpu"], m["memory"], m["go"], m["load"])
+	section := func(title string) string {
+		i := strings.Index(full, title)
+		if i < 0 {
+			return ""
+		}
+		rest := full[i:]
+		if j := strings.Index(rest[len(title):], "\n## "); j >= 0 {
+			rest = rest[:len(title)+j+1]
+		}
+		return strings.Replace(rest, "## ", "### ", 1)
+	}
+	b.WriteString(section("## Targets"))
+	b.WriteString(section("## Read path — demo"))
+	fmt.Fprintf(&b, "Full report of that run: `%s`.\n", reportPath)
+	return b.String()
 }

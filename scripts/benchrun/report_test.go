@@ -21,7 +21,7 @@ func sampleResults() *Results {
 		{Endpoint: Endpoint{Name: "floor"}, Capture: Capture{BodyBytes: 600}, Marketd: measured(27000, 5*time.Millisecond), Ref: &ref},
 		{Endpoint: Endpoint{Name: "token"}, Capture: Capture{BodyBytes: 900}, Marketd: measured(20000, 9*time.Millisecond), Ref: &ref},
 	}}
-	big := &SizeRun{Label: "100000 collections", Collections: 100000, Ready: 90 * time.Second, ReadyOK: true, ReadyCPU: 100 * time.Second,
+	big := &SizeRun{Label: "large", Collections: 100000, Ready: 90 * time.Second, ReadyOK: true, ReadyCPU: 100 * time.Second,
 		PeakRSS: 2 << 30, MemSteady: Mem{RSS: 1 << 30},
 		Cycle: &CycleRun{Wall: 30 * time.Second, CPU: 40 * time.Second},
 		Endpoints: []*EPResult{
@@ -36,7 +36,7 @@ func sampleResults() *Results {
 			{Observed: true, Served: 800 * time.Millisecond, LastServed: 900 * time.Millisecond, Returned: 950 * time.Millisecond, Published: 850 * time.Millisecond, HasPublish: true},
 			{Observed: true, Served: 700 * time.Millisecond, LastServed: 700 * time.Millisecond, Returned: 720 * time.Millisecond, Published: 690 * time.Millisecond, HasPublish: true},
 		},
-		Replays: []*ReplayRun{{Label: "100000 collections", Msgs: 1000, Wall: time.Second, Rate: 1000, RawMax: 1500}},
+		Replays: []*ReplayRun{{Label: "large", Msgs: 1000, Wall: time.Second, Rate: 1000, RawMax: 1500}},
 		GoBench: "BenchmarkX-2   100   10 ns/op   0 B/op   0 allocs/op",
 	}
 }
@@ -50,7 +50,7 @@ func TestVerdicts(t *testing.T) {
 		{"lowest 0.50 (token)", "**NO**"},
 		{"p99 50.0ms last change served after publish end, 2/2 observed", "yes"},
 		{"tick cycle 30.00s wall, 40.00s CPU (0.33 cores over the interval)", "yes"},
-		{"100000 collections: 0.67 (1000 vs 1500 msgs/s, 1000 msgs)", "yes"},
+		{"large: 0.67 (1000 vs 1500 msgs/s, 1000 msgs)", "yes"},
 		{"peak 2048 MiB", "**NO**"},
 	}
 	for i, w := range want {
@@ -73,8 +73,9 @@ func TestRenderReport(t *testing.T) {
 		"| floor | 600 | 27000 | 2.50ms | 5.00ms | 30000 | 2.00ms | 4.00ms | 0.90 | 1.25 | yes |",
 		"| token | 0 | 10000 | 4.50ms | 9.00ms | 20000 | 0.50 | – | – | **NO** |",
 		"## Freshness (demo size)",
-		"| 100000 collections | tick + cycle (POST /admin/ingest) | 30.00s | 40.00s | 1.33 | 0.33 |",
-		"| 100000 collections | 1000 | 1.00s | 1000 | 1500 | 0.67 | yes |",
+		"| large | tick + cycle (POST /admin/ingest) | 30.00s | 40.00s | 1.33 | 0.33 |",
+		"| large | 1000 | 1.00s | 1000 | 1500 | 0.67 | yes |",
+		"## Read path — large: 100000 collections",
 		"BenchmarkX-2",
 	} {
 		assert.Contains(t, out, s)
@@ -92,4 +93,14 @@ func TestVerdictLargeNotReady(t *testing.T) {
 	assert.Contains(t, vs[4].measured, "had not been projected after 300.00s")
 	assert.Equal(t, "?", vs[2].met, "no large read path measured")
 	assert.Contains(t, renderReport(r), "**not ready** when the bound ran out")
+}
+
+func TestRenderReadme(t *testing.T) {
+	out := renderReadme(sampleResults(), "bench-results/x.md")
+	assert.True(t, strings.HasPrefix(out, "## Performance\n"))
+	assert.Contains(t, out, "### Targets")
+	assert.Contains(t, out, "### Read path — demo")
+	assert.Contains(t, out, "| floor | 600 | 27000 |")
+	assert.NotContains(t, out, "## Freshness", "only the targets and the demo table")
+	assert.Contains(t, out, "`bench-results/x.md`")
 }
