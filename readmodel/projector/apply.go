@@ -232,7 +232,8 @@ func (a *applier) status(src readmodel.Source, cid string) (*statusInput, error)
 func failed(s *statusInput) bool { return s != nil && !s.Status.OK }
 
 // apply applies msg (state stream sequence seq, or sales) and re-renders
-// what it touches. It returns true when a full re-render job was queued.
+// what it touches (or, deferred, marks it for flush); a change that
+// concerns every collection queues a full re-render job.
 func (a *applier) apply(msg *readmodel.Message) error {
 	cid := msg.CollectionID
 	if cid != "" {

@@ -195,13 +195,13 @@ func (s *Store) ResolveCollection(ctx context.Context, id string) (string, error
 	if id == "" || len(id) > MaxIDLength {
 		return "", notFound("collection")
 	}
-	if cid, _, ok := s.cache.getResolve(id); ok {
+	cid, gen, ok := s.cache.getResolve(id)
+	if ok {
 		if cid == "" {
 			return "", notFound("collection")
 		}
 		return cid, nil
 	}
-	_, gen, _ := s.cache.getResolve("")
 	cid, err := s.resolve(id, false)
 	if err != nil {
 		return "", err
@@ -259,10 +259,10 @@ func lower(s string) string {
 // absent.
 func (s *Store) Collection(ctx context.Context, id string) (readmodel.CollectionView, error) {
 	k := string(key(pCollection, id))
-	if v, _, ok := s.cache.get(k); ok {
-		return v.(readmodel.CollectionView), nil
+	c, gen, ok := s.cache.get(k)
+	if ok {
+		return c.(readmodel.CollectionView), nil
 	}
-	_, gen, _ := s.cache.get("")
 	b, ok, err := s.get([]byte(k))
 	if err != nil {
 		return readmodel.CollectionView{}, err
@@ -282,10 +282,10 @@ func (s *Store) Collection(ctx context.Context, id string) (readmodel.Collection
 // absent.
 func (s *Store) Floor(ctx context.Context, id string) (readmodel.FloorView, error) {
 	k := string(key(pFloor, id))
-	if v, _, ok := s.cache.get(k); ok {
-		return v.(readmodel.FloorView), nil
+	c, gen, ok := s.cache.get(k)
+	if ok {
+		return c.(readmodel.FloorView), nil
 	}
-	_, gen, _ := s.cache.get("")
 	b, ok, err := s.get([]byte(k))
 	if err != nil {
 		return readmodel.FloorView{}, err
@@ -312,10 +312,10 @@ func (s *Store) Listings(ctx context.Context, id string, version uint64) (readmo
 		ok := make([]byte, 8)
 		binary.BigEndian.PutUint64(ok, version)
 		k := string(key(pOldListings, id, string(ok)))
-		if v, _, hit := s.cache.get(k); hit {
-			return v.(readmodel.ListingsView), nil
+		c, gen, hit := s.cache.get(k)
+		if hit {
+			return c.(readmodel.ListingsView), nil
 		}
-		_, gen, _ := s.cache.get("")
 		b, found, err := s.get([]byte(k))
 		if err != nil {
 			return readmodel.ListingsView{}, err
@@ -328,10 +328,10 @@ func (s *Store) Listings(ctx context.Context, id string, version uint64) (readmo
 		}
 	}
 	k := string(key(pListings, id))
-	if v, _, ok := s.cache.get(k); ok {
-		return v.(readmodel.ListingsView), nil
+	c, gen, ok := s.cache.get(k)
+	if ok {
+		return c.(readmodel.ListingsView), nil
 	}
-	_, gen, _ := s.cache.get("")
 	b, ok, err := s.get([]byte(k))
 	if err != nil {
 		return readmodel.ListingsView{}, err
@@ -352,10 +352,10 @@ func (s *Store) Listings(ctx context.Context, id string, version uint64) (readmo
 // token is not indexed.
 func (s *Store) Token(ctx context.Context, chain readmodel.Chain, address, tokenID string) (readmodel.TokenView, error) {
 	k := string(key(pToken, readmodel.TokenKey(chain, address, tokenID)))
-	if v, _, ok := s.cache.get(k); ok {
-		return v.(readmodel.TokenView), nil
+	c, gen, ok := s.cache.get(k)
+	if ok {
+		return c.(readmodel.TokenView), nil
 	}
-	_, gen, _ := s.cache.get("")
 	b, ok, err := s.get([]byte(k))
 	if err != nil {
 		return readmodel.TokenView{}, err
@@ -427,10 +427,10 @@ func (s *Store) page(prefix, pos []byte, limit int, cacheKey, salesOf string) (r
 		limit = 1
 	}
 	ck := cacheKey + "|" + itoa(limit)
-	if p, _, ok := s.cache.getPage(ck, salesOf); ok {
-		return p, nil
+	cached, gen, ok := s.cache.getPage(ck, salesOf)
+	if ok {
+		return cached, nil
 	}
-	_, gen, _ := s.cache.getPage("", salesOf)
 	var page readmodel.Page
 	sum := uint64(14695981039346656037) // FNV-1a offset basis
 	err := s.db.View(func(txn *badger.Txn) error {

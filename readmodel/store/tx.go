@@ -482,16 +482,27 @@ func (t *Tx) RerenderSales(cid string, render func(*readmodel.SaleRow) []byte) e
 // alone (zero clears it).
 func (t *Tx) SetDeadline(cid string, at time.Time) {
 	dk := key(pDeadline, cid)
-	if b, ok, err := t.getRaw(dk); err != nil {
-		t.err = errors.Join(t.err, err)
-	} else if ok && len(b) == 8 {
-		t.del(append(append([]byte(nil), pDeadlines...), append(b, cid...)...))
+	var b []byte
+	if !at.IsZero() {
+		b = binary.BigEndian.AppendUint64(nil, uint64(at.UnixMilli()))
 	}
-	if at.IsZero() {
-		t.del(dk)
+	old, ok, err := t.getRaw(dk)
+	if err != nil {
+		t.err = errors.Join(t.err, err)
 		return
 	}
-	b := binary.BigEndian.AppendUint64(nil, uint64(at.UnixMilli()))
+	if ok && bytes.Equal(old, b) {
+		return
+	}
+	if ok && len(old) == 8 {
+		t.del(append(append([]byte(nil), pDeadlines...), append(old, cid...)...))
+	}
+	if at.IsZero() {
+		if ok {
+			t.del(dk)
+		}
+		return
+	}
 	t.set(dk, b)
 	t.set(append(append([]byte(nil), pDeadlines...), append(b, cid...)...), nil)
 }
