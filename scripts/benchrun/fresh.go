@@ -135,7 +135,7 @@ func freshOnce(ctx context.Context, api, admin, sim string, base map[string][]by
 				}
 				select {
 				case <-pctx.Done():
-				case <-time.After(time.Millisecond):
+				case <-time.After(5 * time.Millisecond):
 				}
 			}
 		}(w)
