@@ -31,7 +31,7 @@ func benchRequest(b *testing.B, h *harness, target string) {
 }
 
 func benchHarness(b *testing.B) *harness {
-	h := MustHarness(b, func(c *Config) { c.RateList, c.RateItem = 1 << 30, 1 << 30 })
+	h := MustHarness(b, func(c *Config) { c.RateList, c.RateItem = 1<<30, 1<<30 })
 	h.r.putListings(testID, listingsView(2, 250, nil))
 	h.r.tokens["ethereum|"+testContract+"|1"] = tokenView(1)
 	return h
