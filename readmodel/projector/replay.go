@@ -69,6 +69,18 @@ func ReplayWithResult(ctx context.Context, js jetstream.JetStream, dataDir strin
 	if err := store.RecoverSwap(live); err != nil {
 		return res, err
 	}
+	snapshot := opts.FromSeq > 0 || !opts.Since.IsZero()
+	if _, err := os.Stat(live); err == nil && !snapshot {
+		// Badger's directory lock fails this when a node still runs on
+		// the views: replay must never swap a store out from under it.
+		cur, err := store.Open(ctx, live, opts.Store)
+		if err != nil {
+			return res, readmodel.Wrap(readmodel.Internal, err, "views in "+live+" are in use or unreadable; stop the node first")
+		}
+		if err := cur.Close(ctx); err != nil {
+			return res, err
+		}
+	}
 	if err := os.RemoveAll(build); err != nil {
 		return res, readmodel.Wrap(readmodel.Internal, err, "clear replay build dir")
 	}
@@ -85,7 +97,6 @@ func ReplayWithResult(ctx context.Context, js jetstream.JetStream, dataDir strin
 		}
 	}()
 	p := New(js, st, opts.Projector, opts.Log)
-	snapshot := opts.FromSeq > 0 || !opts.Since.IsZero()
 	if snapshot {
 		if err := p.seedFromSnapshot(ctx, live, opts); err != nil {
 			return res, err

@@ -41,6 +41,19 @@ func TestReplayFromStartEqualsLive(t *testing.T) {
 	}
 }
 
+func TestReplayRefusesViewsInUse(t *testing.T) {
+	ctx := context.Background()
+	e := mustEnv(t)
+	e.run(cycle(1, 1)...)
+	dataDir := t.TempDir()
+	running := mustStore(t, filepath.Join(dataDir, "badger")) // a node still serving
+	_, err := projector.ReplayWithResult(ctx, e.js, dataDir, projector.ReplayOptions{Projector: e.opts(), Log: zerolog.Nop()}, nil)
+	require.Error(t, err)
+	d, err := running.Digest(ctx)
+	require.NoError(t, err, "the running node's store is untouched")
+	assert.NotEmpty(t, d)
+}
+
 func TestReplaySinceAppliesOnlyLaterMessagesOnTopOfSnapshot(t *testing.T) {
 	ctx := context.Background()
 	e := mustEnv(t)
