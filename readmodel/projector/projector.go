@@ -615,6 +615,20 @@ func (p *Projector) Sweep(ctx context.Context, now time.Time) (int, error) {
 	}
 }
 
+// Settle finishes a pending full re-render and sweeps at now, without
+// consuming (it needs no NATS connection: New(nil, st, ...) is fine). Views
+// that depend on the clock (row expiry, retention of a failing source's
+// rows) are then as of now, so two stores settled at the same now hold the
+// same digest exactly when they applied the same messages; use it before
+// comparing digests of nodes that stopped at different times.
+func (p *Projector) Settle(ctx context.Context, now time.Time) error {
+	if err := p.runJob(ctx); err != nil {
+		return err
+	}
+	_, err := p.Sweep(ctx, now)
+	return err
+}
+
 func (p *Projector) sweepLoop(ctx context.Context) {
 	defer p.wg.Done()
 	t := time.NewTicker(p.opts.SweepInterval)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/marketd/marketd/readmodel"
 	"github.com/marketd/marketd/readmodel/projector"
 )
 
@@ -88,4 +89,22 @@ func TestReplaySinceAppliesOnlyLaterMessagesOnTopOfSnapshot(t *testing.T) {
 			require.NoError(t, st.Close(ctx))
 		})
 	}
+}
+
+func TestSettleAlignsNodesStoppedAtDifferentTimes(t *testing.T) {
+	ctx := context.Background()
+	e := mustEnv(t)
+	soon := evmRow(cid, contract, "1", "1", "NATIVE", "soon")
+	soon.ExpiresAt = tp(t0.Add(time.Minute))
+	e.run(docMsg(evmDoc(cid, readmodel.Ethereum, contract)), listingsMsg(readmodel.SourceOrderBook, cid, soon))
+
+	// A second node applies the same messages but sweeps after the expiry.
+	st2, p2 := e.mustNode(t.TempDir())
+	_, err := p2.ApplyAvailable(ctx)
+	require.NoError(t, err)
+	require.NoError(t, p2.Settle(ctx, t0.Add(5*time.Minute)))
+	assert.NotEqual(t, digest(t, e.st), digest(t, st2))
+
+	require.NoError(t, projector.New(nil, e.st, e.opts(), zerolog.Nop()).Settle(ctx, t0.Add(5*time.Minute)))
+	assert.Equal(t, digest(t, e.st), digest(t, st2))
 }
