@@ -55,7 +55,7 @@ func (s *Server) getCollections(c *fiber.Ctx, rt *route) error {
 		return err
 	}
 	setJSON(c)
-	if writeCache(c, rt, newETag("collections").str(bind).str(after).version(page.Version)) {
+	if writeCache(c, rt, s.newETag("collections").str(bind).str(after).version(page.Version)) {
 		return nil
 	}
 	resp := c.Response()
@@ -85,7 +85,7 @@ func (s *Server) getCollection(c *fiber.Ctx, rt *route) error {
 		return errCollection
 	}
 	setJSON(c)
-	if writeCache(c, rt, newETag("collection").str(cv.ID).version(cv.Version)) {
+	if writeCache(c, rt, s.newETag("collection").str(cv.ID).version(cv.Version)) {
 		return nil
 	}
 	resp := c.Response()

@@ -79,6 +79,12 @@ func TestETag(t *testing.T) {
 		h.r.aliases[testSlug] = otherID
 		assert.Equal(t, 200, h.get("/v1/collections/"+testSlug, "If-None-Match", tag).status)
 	})
+	t.Run("another node's tag for the same version never matches", func(t *testing.T) {
+		a, b := MustHarness(t, nil), MustHarness(t, nil)
+		target := "/v1/collections/" + testID + "/listings"
+		tag := a.get(target).header.Get("ETag")
+		assert.Equal(t, 200, b.get(target, "If-None-Match", tag).status, "view versions are node-local")
+	})
 	t.Run("no version, no tag", func(t *testing.T) {
 		h := MustHarness(t, nil)
 		cv := h.r.collections[testID]

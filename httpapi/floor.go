@@ -31,7 +31,7 @@ func (s *Server) getFloor(c *fiber.Ctx, rt *route) error {
 		return errCollection
 	}
 	setJSON(c)
-	tag := newETag("floor").str(cv.ID).version(cv.Version).version(fv.Version)
+	tag := s.newETag("floor").str(cv.ID).version(cv.Version).version(fv.Version)
 	if fallback {
 		tag = tag.str("fallback")
 	}

@@ -28,9 +28,17 @@ type etag struct {
 	valid bool
 }
 
-// newETag starts an entity tag for route kind k.
+// newETag starts an entity tag for route kind k of static content.
 func newETag(k string) etag {
 	return etag{h: fnvOffset, valid: true}.str(k)
+}
+
+// newETag starts an entity tag for route kind k of view content. View
+// versions are node-local, so the tag is salted per process: two nodes
+// (or one node before and after a restart) never produce the same tag for
+// different bodies; at worst a revalidation against another node is a 200.
+func (s *Server) newETag(k string) etag {
+	return etag{h: fnvOffset ^ s.etagSalt, valid: true}.str(k)
 }
 
 const (

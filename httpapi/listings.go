@@ -92,7 +92,7 @@ func (s *Server) getListings(c *fiber.Ctx, rt *route) error {
 	}
 
 	setJSON(c)
-	tag := newETag("listings").str(cv.ID).version(cv.Version).version(lv.Version).num(expired).num(offset).num(uint64(limit))
+	tag := s.newETag("listings").str(cv.ID).version(cv.Version).version(lv.Version).num(expired).num(offset).num(uint64(limit))
 	if writeCache(c, rt, tag) {
 		return nil
 	}

@@ -43,7 +43,7 @@ func (s *Server) getSales(c *fiber.Ctx, rt *route) error {
 		return err
 	}
 	setJSON(c)
-	if writeCache(c, rt, newETag("sales").str(cv.ID).str(after).version(page.Version)) {
+	if writeCache(c, rt, s.newETag("sales").str(cv.ID).str(after).version(page.Version)) {
 		return nil
 	}
 	resp := c.Response()

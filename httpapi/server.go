@@ -11,6 +11,7 @@ package httpapi
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"net"
 	"net/netip"
@@ -85,6 +86,7 @@ type Server struct {
 	metrics  *httpMetrics
 	routes   []*route
 	index    []byte // the GET /v1 body
+	etagSalt uint64 // per-process salt of view ETags
 	indexTag etag
 }
 
@@ -117,6 +119,10 @@ func New(cfg Config, r Reader, log zerolog.Logger) (*Server, error) {
 			return nil, err
 		}
 	}
+	var salt [8]byte
+	if _, err := rand.Read(salt[:]); err != nil {
+		return nil, err
+	}
 	reg := cfg.Registry
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -126,13 +132,14 @@ func New(cfg Config, r Reader, log zerolog.Logger) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		r:       r,
-		log:     log.With().Str("component", "httpapi").Logger(),
-		now:     cfg.Now,
-		cursors: newCursorCodec(key, cfg.CursorTTL),
-		limiter: newLimiter(cfg.RateList, cfg.RateItem, defaultMaxClients),
-		trusted: cfg.TrustedProxies,
-		metrics: m,
+		r:        r,
+		log:      log.With().Str("component", "httpapi").Logger(),
+		now:      cfg.Now,
+		cursors:  newCursorCodec(key, cfg.CursorTTL),
+		limiter:  newLimiter(cfg.RateList, cfg.RateItem, defaultMaxClients),
+		trusted:  cfg.TrustedProxies,
+		metrics:  m,
+		etagSalt: binary.LittleEndian.Uint64(salt[:]),
 	}
 	s.app = fiber.New(fiber.Config{
 		AppName:               "marketd",

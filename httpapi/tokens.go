@@ -60,7 +60,7 @@ func (s *Server) getToken(c *fiber.Ctx, rt *route) error {
 	}
 	now := s.now()
 	setJSON(c)
-	if writeCache(c, rt, newETag("token").str(string(chain)).str(address).str(tokenID).version(tv.Version)) {
+	if writeCache(c, rt, s.newETag("token").str(string(chain)).str(address).str(tokenID).version(tv.Version)) {
 		return nil
 	}
 	resp := c.Response()
