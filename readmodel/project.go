@@ -551,7 +551,10 @@ type TokenInputs struct {
 	// when none.
 	Native     *ListingRow
 	ObservedAt time.Time
-	USD        *float64
+	// LiveAt decides whether the overlay listing is live; zero means
+	// ObservedAt (a sweep passes its clock).
+	LiveAt time.Time
+	USD    *float64
 }
 
 type tokenRarity struct {
@@ -603,7 +606,7 @@ func TokenJSON(in TokenInputs) TokenView {
 	overlay := false
 	if c.IsEVM() && in.Native != nil {
 		listed = in.Native
-	} else if d.Overlay != nil && d.Overlay.Live(in.ObservedAt) {
+	} else if d.Overlay != nil && d.Overlay.Live(liveAt(in)) {
 		listed, overlay = d.Overlay, true
 	}
 	if listed != nil {
@@ -646,4 +649,26 @@ func TokenJSON(in TokenInputs) TokenView {
 		return TokenView{Body: splitSlot(b, timestampKey)}
 	}
 	return TokenView{Body: TimedBody{Head: b}}
+}
+
+func liveAt(in TokenInputs) time.Time {
+	if in.LiveAt.IsZero() {
+		return in.ObservedAt
+	}
+	return in.LiveAt
+}
+
+// TokenDeadline is when the listing TokenJSON would show for in expires
+// (the view then changes by the clock alone); zero when it never does.
+func TokenDeadline(in TokenInputs) time.Time {
+	var l *ListingRow
+	if in.Doc.Chain.IsEVM() && in.Native != nil {
+		l = in.Native
+	} else if in.Doc.Overlay != nil && in.Doc.Overlay.Live(liveAt(in)) {
+		l = in.Doc.Overlay
+	}
+	if l == nil || l.ExpiresAt == nil {
+		return time.Time{}
+	}
+	return *l.ExpiresAt
 }

@@ -65,6 +65,7 @@ type applier struct {
 	feedOK    bool
 	books     map[string]*rowsInput  // listing rows read or written in this transaction, by source and collection
 	toks      map[string]*tokenInput // token documents read or written in this transaction
+	tokenNow  time.Time              // a sweep's clock for token listing liveness; zero: observation times
 
 	// deferred collects what a batch of messages touches and renders it
 	// once, in flush, instead of after every message.
@@ -686,6 +687,7 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 		for _, k := range *old {
 			if !keep[k] {
 				a.tx.Delete(store.InTokenDoc, k)
+				a.tx.SetTokenDeadline(k, time.Time{})
 				a.putTokenMemo(k, nil)
 				a.tx.DeleteToken(k)
 			}
@@ -715,11 +717,15 @@ func (a *applier) renderToken(k string) error {
 		return err
 	}
 	ti, err := a.token(k)
-	if err != nil || ti == nil {
+	if err != nil {
 		return err
 	}
+	if ti == nil {
+		a.tx.SetTokenDeadline(k, time.Time{})
+		return nil
+	}
 	d := &ti.Doc
-	in := readmodel.TokenInputs{Doc: d, ObservedAt: ti.ObservedAt, USD: a.usd(d.Chain)}
+	in := readmodel.TokenInputs{Doc: d, ObservedAt: ti.ObservedAt, LiveAt: a.tokenNow, USD: a.usd(d.Chain)}
 	if d.Chain.IsEVM() {
 		ob, err := a.orderBook(d.CollectionID)
 		if err != nil {
@@ -727,6 +733,9 @@ func (a *applier) renderToken(k string) error {
 		}
 		if ob != nil {
 			at := ob.ObservedAt
+			if !a.tokenNow.IsZero() {
+				at = a.tokenNow
+			}
 			for i := range ob.Rows {
 				r := &ob.Rows[i]
 				if r.Native() && r.Chain == d.Chain && r.ContractAddress == d.ContractAddress && r.TokenID == d.TokenID && r.Live(at) {
@@ -740,6 +749,7 @@ func (a *applier) renderToken(k string) error {
 	v := readmodel.TokenJSON(in)
 	v.Version = a.ver()
 	a.tx.PutToken(k, v)
+	a.tx.SetTokenDeadline(k, readmodel.TokenDeadline(in))
 	return nil
 }
 

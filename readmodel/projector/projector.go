@@ -588,12 +588,17 @@ func (p *Projector) runJobLocked(ctx context.Context) error {
 	}
 }
 
-// Sweep re-projects the listing snapshots and floors whose deadline (a row
-// expiring, a failing source's rows aging out) is at or before now.
+// Sweep re-projects, as of now, the token views whose listing expired and
+// the listing snapshots and floors whose deadline (a row expiring, a
+// failing source's rows aging out) is at or before now. It returns how
+// many views it re-projected.
 func (p *Projector) Sweep(ctx context.Context, now time.Time) (int, error) {
 	p.applyMu.Lock()
 	defer p.applyMu.Unlock()
-	total := 0
+	total, err := p.sweepTokens(ctx, now)
+	if err != nil {
+		return total, err
+	}
 	for {
 		due, err := p.st.Due(ctx, now, 64)
 		if err != nil || len(due) == 0 {
@@ -603,6 +608,30 @@ func (p *Projector) Sweep(ctx context.Context, now time.Time) (int, error) {
 			a := &applier{tx: tx, now: now, retention: p.opts.RowRetention}
 			for _, cid := range due {
 				if err := a.render(cid, partListings|partFloor); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return total, err
+		}
+		total += len(due)
+	}
+}
+
+// sweepTokens re-renders the token views whose listing expired by now.
+func (p *Projector) sweepTokens(ctx context.Context, now time.Time) (int, error) {
+	total := 0
+	for {
+		due, err := p.st.DueTokens(ctx, now, 256)
+		if err != nil || len(due) == 0 {
+			return total, err
+		}
+		err = p.st.Update(ctx, func(tx *store.Tx) error {
+			a := &applier{tx: tx, now: now, tokenNow: now, retention: p.opts.RowRetention}
+			for _, k := range due {
+				if err := a.renderToken(k); err != nil {
 					return err
 				}
 			}

@@ -272,3 +272,41 @@ func TestUSD(t *testing.T) {
 	e.run(statusMsg(readmodel.SourcePriceFeed, "", true, t0))
 	assert.Equal(t, 6000.0, usdOf(cid))
 }
+
+func TestTokenListingExpiresBySweep(t *testing.T) {
+	ctx := context.Background()
+	e := mustEnv(t)
+	native := evmRow(cid, contract, "5", "600", "NATIVE", "n5")
+	native.ExpiresAt = tp(t0.Add(time.Minute))
+	overlay := evmRow(cid, contract, "5", "700", "opensea", "0xhash")
+	overlay.ExpiresAt = tp(t0.Add(2 * time.Minute))
+	e.run(docMsg(evmDoc(cid, readmodel.Ethereum, contract)),
+		listingsMsg(readmodel.SourceOrderBook, cid, native),
+		&readmodel.Message{Kind: readmodel.KindTokens, CollectionID: cid, Bucket: 1, Tokens: []readmodel.TokenDoc{
+			{Chain: readmodel.Ethereum, ContractAddress: contract, TokenID: "5", CollectionID: cid, OwnerAddress: "0xholder", Overlay: &overlay}}})
+	listing := func() any {
+		v, err := e.st.Token(ctx, readmodel.Ethereum, contract, "5")
+		require.NoError(t, err)
+		l, _ := timed(t, v.Body, t0)["listing"].(map[string]any)
+		if l == nil {
+			return nil
+		}
+		return l["marketplace"]
+	}
+	cases := []struct {
+		name string
+		at   time.Duration
+		want any
+	}{
+		{"native listing while live", 30 * time.Second, "NATIVE"},
+		{"overlay once the native listing expired", 90 * time.Second, "opensea"},
+		{"none once both expired", 3 * time.Minute, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := e.p.Sweep(ctx, t0.Add(tc.at))
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, listing())
+		})
+	}
+}

@@ -480,8 +480,16 @@ func (t *Tx) RerenderSales(cid string, render func(*readmodel.SaleRow) []byte) e
 
 // SetDeadline records when cid's listing snapshot next changes by the clock
 // alone (zero clears it).
-func (t *Tx) SetDeadline(cid string, at time.Time) {
-	dk := key(pDeadline, cid)
+func (t *Tx) SetDeadline(cid string, at time.Time) { t.setDeadline(pDeadline, pDeadlines, cid, at) }
+
+// SetTokenDeadline records when token view k next changes by the clock
+// alone (its listing expires; zero clears it).
+func (t *Tx) SetTokenDeadline(k string, at time.Time) {
+	t.setDeadline(pTokenDeadline, pTokenDeadlines, k, at)
+}
+
+func (t *Tx) setDeadline(one, index []byte, id string, at time.Time) {
+	dk := key(one, id)
 	var b []byte
 	if !at.IsZero() {
 		b = binary.BigEndian.AppendUint64(nil, uint64(at.UnixMilli()))
@@ -495,7 +503,7 @@ func (t *Tx) SetDeadline(cid string, at time.Time) {
 		return
 	}
 	if ok && len(old) == 8 {
-		t.del(append(append([]byte(nil), pDeadlines...), append(old, cid...)...))
+		t.del(append(append([]byte(nil), index...), append(old, id...)...))
 	}
 	if at.IsZero() {
 		if ok {
@@ -504,17 +512,27 @@ func (t *Tx) SetDeadline(cid string, at time.Time) {
 		return
 	}
 	t.set(dk, b)
-	t.set(append(append([]byte(nil), pDeadlines...), append(b, cid...)...), nil)
+	t.set(append(append([]byte(nil), index...), append(b, id...)...), nil)
 }
 
 // Due returns up to limit collections whose deadline is at or before now.
 func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	return s.due(pDeadlines, now, limit)
+}
+
+// DueTokens returns up to limit token keys whose deadline is at or before
+// now.
+func (s *Store) DueTokens(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	return s.due(pTokenDeadlines, now, limit)
+}
+
+func (s *Store) due(index []byte, now time.Time, limit int) ([]string, error) {
 	var out []string
 	err := s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: pDeadlines})
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: index})
 		defer it.Close()
-		for it.Seek(pDeadlines); it.ValidForPrefix(pDeadlines) && len(out) < limit; it.Next() {
-			k := it.Item().Key()[len(pDeadlines):]
+		for it.Seek(index); it.ValidForPrefix(index) && len(out) < limit; it.Next() {
+			k := it.Item().Key()[len(index):]
 			if len(k) < 8 || int64(binary.BigEndian.Uint64(k)) > now.UnixMilli() {
 				break
 			}
