@@ -1,16 +1,26 @@
 // Package projector applies the bus streams to a node's view store. Each
 // node runs one Projector: an ordered consumer per stream starting after
-// the position saved in the store (no server-side state per node), and for
-// every message one Badger transaction holding the views it touches and
-// the new applied position (stream sequence and message id). A crash at any
-// point therefore neither loses nor double-applies a message: on restart
-// the consumer resumes after the last committed position, and applying a
-// state message is idempotent anyway (it replaces its subject's state).
+// the position saved in the store (no server-side state per node). A
+// message's view writes and the applied position (stream sequence and
+// message id) commit in one Badger transaction; messages that are already
+// buffered when one arrives share that transaction, which then carries the
+// position of the last. A crash at any point therefore neither loses nor
+// double-applies a message: on restart the consumer resumes after the last
+// committed position, and applying a state message is idempotent anyway (it
+// replaces its subject's state; sales are keyed by sale).
 //
 // At Open the saved position is checked against the stream: a stream whose
 // last sequence is below it, or whose message at the saved sequence has
 // another id, lost its tail and re-issued sequence numbers; the store is
 // then reset and rebuilt from the start of the streams.
+//
+// View rules (SPEC §2, §4) are in readmodel's pure functions
+// (readmodel/project.go); this package decides what to re-render when an
+// input changes: a collection's detail, browse entries, listing snapshot
+// and floor; token views when their document or the order book changes;
+// everything in a currency when its USD rate changes (a re-render job,
+// batched and resumable); and, by the injected clock, snapshots and token
+// views whose rows expired or whose failing source's rows aged out.
 package projector
 
 import (
@@ -55,6 +65,7 @@ var streamNames = [2]string{bus.StateStream, bus.SalesStream}
 // Projector consumes the streams into a store. Open/Close bracket the
 // background loop; ApplyAvailable is the synchronous alternative for tests
 // and replay (do not mix the two on one Projector while it is open).
+// Applied, CaughtUp and WaitFor are safe for concurrent use.
 type Projector struct {
 	js   jetstream.JetStream
 	st   *store.Store
