@@ -59,6 +59,7 @@ type RejectError struct {
 	Detail string
 }
 
+// Error implements error.
 func (e *RejectError) Error() string {
 	if e.Detail == "" {
 		return fmt.Sprintf("row rejected (%s): %s", e.Reason, e.Field)
