@@ -48,9 +48,6 @@ const (
 	partBrowse
 	partListings
 	partFloor
-	partTokens
-	partSales
-	partAll = partDetail | partBrowse | partListings | partFloor | partTokens | partSales
 )
 
 // applier applies one message inside one store transaction.
@@ -449,21 +446,22 @@ func (a *applier) renderNow(cid string, parts int) error {
 			return err
 		}
 	}
-	if parts&partTokens != 0 {
-		if err := a.renderAllTokens(cid); err != nil {
-			return err
-		}
-	}
-	if parts&partSales != 0 {
-		return a.tx.RerenderSales(cid, func(r *readmodel.SaleRow) []byte {
-			it, ok := readmodel.SaleItem(r, a.usd(r.Chain))
-			if !ok {
-				return nil
-			}
-			return readmodel.MarshalItem(it)
-		})
-	}
 	return nil
+}
+
+// renderSales re-renders up to limit sale items of cid after position
+// after; it returns where to continue (nil at the end).
+func (a *applier) renderSales(cid string, after []byte, limit int) ([]byte, error) {
+	if err := a.loadRates(); err != nil {
+		return nil, err
+	}
+	return a.tx.RerenderSales(cid, after, limit, func(r *readmodel.SaleRow) []byte {
+		it, ok := readmodel.SaleItem(r, a.usd(r.Chain))
+		if !ok {
+			return nil
+		}
+		return readmodel.MarshalItem(it)
+	})
 }
 
 func (a *applier) renderCollection(cid string, doc *readmodel.CollectionDoc, usd *float64, parts int) error {
@@ -782,7 +780,8 @@ func (a *applier) renderTokensOf(cid string, old *rowsInput, rows []readmodel.Li
 	return visit(rows)
 }
 
-func (a *applier) renderAllTokens(cid string) error {
+// tokenKeys lists the token keys of every bucket of collection cid.
+func (a *applier) tokenKeys(cid string) ([]string, error) {
 	var keys []string
 	err := a.tx.EachInput(store.InTokenBucket, []string{cid}, func(_ string, raw []byte) error {
 		var ks []string
@@ -792,15 +791,7 @@ func (a *applier) renderAllTokens(cid string) error {
 		keys = append(keys, ks...)
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	for _, k := range keys {
-		if err := a.renderToken(k); err != nil {
-			return err
-		}
-	}
-	return nil
+	return keys, err
 }
 
 // --- sales ----------------------------------------------------------------

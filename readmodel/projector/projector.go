@@ -551,49 +551,98 @@ func (p *Projector) runJob(ctx context.Context) error {
 	return p.runJobLocked(ctx)
 }
 
-// runJobLocked processes a pending full re-render to completion, one
-// batch of collections per transaction.
+// jobChunk bounds the tokens or sales one transaction of a re-render job
+// covers, so a large collection never outgrows a Badger transaction.
+const jobChunk = 1000
+
+// runJobLocked processes a pending full re-render to completion: per
+// collection, one transaction for its collection views, listing snapshot
+// and floor, then its tokens and (when USD changed) its sales in chunks,
+// then the job's progress marker. A crash resumes at the first collection
+// not marked done (re-rendering is idempotent).
 func (p *Projector) runJobLocked(ctx context.Context) error {
 	for {
 		var j *job
-		done := false
-		err := p.st.Update(ctx, func(tx *store.Tx) error {
+		var ids []string
+		err := p.st.View(ctx, func(tx *store.Tx) error {
 			var err error
 			if j, err = store.Get[job](tx, store.InJob, jobName); err != nil || j == nil {
-				done = true
 				return err
 			}
-			ids, err := tx.Collections(j.After, p.opts.RerenderBatch)
-			if err != nil {
+			ids, err = tx.Collections(j.After, p.opts.RerenderBatch)
+			return err
+		})
+		if err != nil || j == nil {
+			return err
+		}
+		for _, cid := range ids {
+			if err := p.rerender(ctx, j, cid); err != nil {
 				return err
 			}
-			now := p.opts.Now()
-			a := &applier{tx: tx, now: now, retention: p.opts.RowRetention}
-			parts := partAll
-			if !j.Sales {
-				parts &^= partSales
-			}
-			for _, cid := range ids {
-				if ok, err := a.covers(j, cid); err != nil || !ok {
-					if err != nil {
-						return err
-					}
-					continue
-				}
-				if err := a.render(cid, parts); err != nil {
-					return err
-				}
-			}
+		}
+		err = p.st.Update(ctx, func(tx *store.Tx) error {
 			if len(ids) < p.opts.RerenderBatch {
 				tx.Delete(store.InJob, jobName)
-				done = true
 				return nil
 			}
 			j.After = ids[len(ids)-1]
 			tx.Put(store.InJob, j, jobName)
 			return nil
 		})
-		if err != nil || done {
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// rerender re-renders everything of collection cid that job j concerns.
+func (p *Projector) rerender(ctx context.Context, j *job, cid string) error {
+	newApplier := func(tx *store.Tx) *applier {
+		return &applier{tx: tx, now: p.opts.Now(), retention: p.opts.RowRetention}
+	}
+	var keys []string
+	covered := false
+	err := p.st.Update(ctx, func(tx *store.Tx) error {
+		a := newApplier(tx)
+		var err error
+		if covered, err = a.covers(j, cid); err != nil || !covered {
+			return err
+		}
+		if keys, err = a.tokenKeys(cid); err != nil {
+			return err
+		}
+		return a.render(cid, partDetail|partBrowse|partListings|partFloor)
+	})
+	if err != nil || !covered {
+		return err
+	}
+	for len(keys) > 0 {
+		chunk := keys[:min(jobChunk, len(keys))]
+		keys = keys[len(chunk):]
+		err := p.st.Update(ctx, func(tx *store.Tx) error {
+			a := newApplier(tx)
+			for _, k := range chunk {
+				if err := a.renderToken(k); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if !j.Sales {
+		return nil
+	}
+	var after []byte
+	for {
+		err := p.st.Update(ctx, func(tx *store.Tx) error {
+			var err error
+			after, err = newApplier(tx).renderSales(cid, after, jobChunk)
+			return err
+		})
+		if err != nil || after == nil {
 			return err
 		}
 	}

@@ -2,6 +2,7 @@ package projector_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -308,5 +309,42 @@ func TestTokenListingExpiresBySweep(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, listing())
 		})
+	}
+}
+
+func TestRatesChangeReRendersEverySaleAndToken(t *testing.T) {
+	ctx := context.Background()
+	e := mustEnv(t)
+	var sales []readmodel.SaleRow
+	var toks []readmodel.TokenDoc
+	for i := 0; i < 1100; i++ { // more than one re-render chunk
+		sales = append(sales, saleRow(fmt.Sprint("tx", i), t0.Add(-time.Duration(i)*time.Second), "1000000000000000000"))
+		toks = append(toks, readmodel.TokenDoc{Chain: readmodel.Ethereum, ContractAddress: contract, TokenID: fmt.Sprint(i), LastSaleRaw: "1000000000000000000"})
+	}
+	e.run(docMsg(evmDoc(cid, readmodel.Ethereum, contract)), ratesMsg(readmodel.USDRates{"ETH": 1000}),
+		salesMsg(sales...), &readmodel.Message{Kind: readmodel.KindTokens, CollectionID: cid, Tokens: toks})
+	e.run(ratesMsg(readmodel.USDRates{"ETH": 2000}))
+
+	var usds []any
+	after := ""
+	for {
+		p, err := e.st.Sales(ctx, cid, after, 100)
+		require.NoError(t, err)
+		for _, it := range p.Items {
+			usds = append(usds, jsonMap(t, it)["price"].(map[string]any)["usd"])
+		}
+		if !p.HasMore {
+			break
+		}
+		after = p.Next
+	}
+	require.Len(t, usds, 1100)
+	for i, u := range usds {
+		require.Equal(t, 2000.0, u, "sale %d", i)
+	}
+	for _, id := range []string{"0", "1099"} {
+		v, err := e.st.Token(ctx, readmodel.Ethereum, contract, id)
+		require.NoError(t, err)
+		assert.Equal(t, 2000.0, jsonMap(t, v.Body.Head)["lastSale"].(map[string]any)["price"].(map[string]any)["usd"])
 	}
 }
