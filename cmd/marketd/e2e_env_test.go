@@ -21,7 +21,7 @@ type apiEnv struct {
 func newAPIEnv(t *testing.T, extra ...string) *apiEnv {
 	t.Helper()
 	args := append([]string{"--sim-seed", e2eSeed, "--sim-collections", "40", "--rate-list", "1000000",
-		"--rate-item", "1000000", "--source-timeout", "1s", "--cursor-key", testCursorKey}, extra...)
+		"--rate-item", "1000000", "--source-timeout", "5s", "--cursor-key", testCursorKey}, extra...)
 	m := MustRunMain(t, args...)
 	return &apiEnv{Main: m, edge: sim.New(sim.Options{Seed: 7, Collections: 40}).EdgeCases()}
 }

@@ -112,7 +112,7 @@ func (m *Main) scan(r io.Reader, addrs chan<- map[string]string) {
 // MustWaitReady polls /readyz until it answers 200.
 func (m *Main) MustWaitReady(tb testing.TB) {
 	tb.Helper()
-	deadline := time.Now().Add(90 * time.Second)
+	deadline := time.Now().Add(4 * time.Minute)
 	for time.Now().Before(deadline) {
 		resp, err := http.Get(m.Admin + "/readyz")
 		if err == nil {
@@ -128,7 +128,7 @@ func (m *Main) MustWaitReady(tb testing.TB) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	tb.Fatalf("marketd not ready within 90s\n%s", m.logs)
+	tb.Fatalf("marketd not ready within 4m\n%s", m.logs)
 }
 
 // Stop cancels the run context (as SIGTERM does) and waits for run to
