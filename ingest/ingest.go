@@ -313,5 +313,10 @@ func (in *Ingest) RunCycle(ctx context.Context) (Summary, error) {
 	return in.run(ctx, all)
 }
 
+// Sources returns each source's status as of the last cycle that polled it
+// (sorted by name; TokensPoll reports the token poll apart from the mirror's
+// listings). Safe for concurrent use.
+func (in *Ingest) Sources() []SourceStatus { return in.stats.sourceStatuses() }
+
 // Stats returns a copy of the cumulative counters.
 func (in *Ingest) Stats() Stats { return in.stats.snapshot() }

@@ -563,3 +563,41 @@ func TestListingsExpireBetweenTicks(t *testing.T) {
 		assert.True(t, r.ExpiresAt.After(e.now), "no expired row is published")
 	}
 }
+
+func TestSourcesReportLastSuccessAndFailure(t *testing.T) {
+	e := MustEnv(t, nil)
+	first, err := e.in.RunCycle(context.Background())
+	require.NoError(t, err)
+	byName := func() map[string]ingest.SourceStatus {
+		out := map[string]ingest.SourceStatus{}
+		for _, s := range e.in.Sources() {
+			out[s.Source] = s
+		}
+		return out
+	}
+	for _, src := range readmodel.Sources {
+		s, ok := byName()[string(src)]
+		require.True(t, ok, "%s reported", src)
+		assert.True(t, s.Healthy, "%s healthy", src)
+		assert.Equal(t, first.End, s.LastSuccess, "%s last success", src)
+		assert.True(t, s.LastFailure.IsZero())
+	}
+
+	e.fault(t, readmodel.SourceOrderBook, "error")
+	failed, err := e.in.RunCycle(context.Background())
+	require.NoError(t, err)
+	ob := byName()[string(readmodel.SourceOrderBook)]
+	assert.False(t, ob.Healthy)
+	assert.Equal(t, "http_5xx", ob.ErrorClass)
+	assert.Equal(t, failed.End, ob.LastFailure)
+	assert.Equal(t, first.End, ob.LastSuccess, "last success stays at the last good cycle")
+	assert.True(t, byName()[string(readmodel.SourceAnalytics)].Healthy, "other sources unaffected")
+
+	e.fault(t, readmodel.SourceOrderBook, "ok")
+	again, err := e.in.RunCycle(context.Background())
+	require.NoError(t, err)
+	ob = byName()[string(readmodel.SourceOrderBook)]
+	assert.True(t, ob.Healthy)
+	assert.Equal(t, again.End, ob.LastSuccess)
+	assert.Equal(t, failed.End, ob.LastFailure, "the last failure is remembered")
+}

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"sort"
 	"sync"
 	"time"
 
@@ -44,9 +45,21 @@ type Stats struct {
 	LastCycle time.Time                    `json:"lastCycle"`
 }
 
+// SourceStatus is one source's health as GET /admin/sources reports it.
+type SourceStatus struct {
+	Source      string    `json:"source"`
+	Healthy     bool      `json:"healthy"`              // the last cycle's polls of it all succeeded
+	LastSuccess time.Time `json:"lastSuccess,omitzero"` // end of the last cycle where it answered well
+	LastFailure time.Time `json:"lastFailure,omitzero"` // end of the last cycle where a poll of it failed
+	ErrorClass  string    `json:"errorClass,omitempty"` // class of the last failure
+	PollsOK     uint64    `json:"pollsOk"`
+	PollsFailed uint64    `json:"pollsFailed"`
+}
+
 type statsCounter struct {
-	mu sync.Mutex
-	s  Stats
+	mu      sync.Mutex
+	s       Stats
+	sources map[string]*SourceStatus
 }
 
 func (c *statsCounter) add(sum *Summary) {
@@ -59,7 +72,22 @@ func (c *statsCounter) add(sum *Summary) {
 	c.s.LastCycle = sum.End
 	c.s.Published += uint64(sum.Published)
 	c.s.Unchanged += uint64(sum.Unchanged)
+	if c.sources == nil {
+		c.sources = map[string]*SourceStatus{}
+	}
 	for name, ss := range sum.Sources {
+		st := c.sources[name]
+		if st == nil {
+			st = &SourceStatus{Source: name}
+			c.sources[name] = st
+		}
+		st.PollsOK += uint64(ss.PollsOK)
+		st.PollsFailed += uint64(ss.PollsFailed)
+		if ss.PollsFailed > 0 {
+			st.Healthy, st.LastFailure, st.ErrorClass = false, sum.End, ss.ErrorClass
+		} else if ss.PollsOK > 0 {
+			st.Healthy, st.LastSuccess = true, sum.End
+		}
 		if c.s.Polls[name] == nil {
 			c.s.Polls[name] = map[string]uint64{}
 		}
@@ -75,6 +103,18 @@ func (c *statsCounter) add(sum *Summary) {
 			c.s.Rejected[name][r] += uint64(n)
 		}
 	}
+}
+
+// sourceStatuses returns every polled source's status, sorted by name.
+func (c *statsCounter) sourceStatuses() []SourceStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]SourceStatus, 0, len(c.sources))
+	for _, st := range c.sources {
+		out = append(out, *st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Source < out[j].Source })
+	return out
 }
 
 func (c *statsCounter) snapshot() Stats {
