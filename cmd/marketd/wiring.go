@@ -214,7 +214,7 @@ func (a *admin) Sources(ctx context.Context) (any, error) {
 	if a.ingest == nil {
 		return nil, errors.New("this role runs no ingest")
 	}
-	return a.ingest.Stats(), nil
+	return map[string]any{"sources": a.ingest.Sources()}, nil
 }
 
 func (a *admin) readyWhenCaughtUp(ctx context.Context, p *projector.Projector) {
