@@ -56,7 +56,7 @@ func TestClusterWithOneServerStopped(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cluster test")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	c := bustest.MustCluster(t, 3)
 	js := bustest.MustConnect(t, c.URL(), 3)
