@@ -48,6 +48,7 @@ type Config struct {
 
 	SimSeed        int64
 	SimCollections int
+	SimTokens      int           // tokens per collection; 0: varied (20–400)
 	SimTick        time.Duration // 0: the market moves only on POST /_sim/tick
 
 	RateList int // list bucket, requests per 60 s per IP
@@ -162,6 +163,8 @@ func (c *Config) settings() []setting {
 	}, func() string { return strconv.FormatInt(c.SimSeed, 10) })
 	s, g = integer(&c.SimCollections)
 	add("sim-collections", "simulator market size in collections", s, g)
+	s, g = integer(&c.SimTokens)
+	add("sim-tokens", "simulator tokens per collection; 0 varies them from 20 to 400", s, g)
 	s, g = dur(&c.SimTick)
 	add("sim-tick", "simulator tick interval; 0 moves the market only on POST /_sim/tick", s, g)
 	s, g = integer(&c.RateList)
@@ -343,6 +346,9 @@ func (c Config) Validate() error {
 	}
 	if c.SimCollections < 1 || c.SimCollections > 1_000_000 {
 		return bad("sim-collections", "must be between 1 and 1000000")
+	}
+	if c.SimTokens < 0 || c.SimTokens > 100_000 {
+		return bad("sim-tokens", "must be between 0 and 100000")
 	}
 	if c.SimTick < 0 {
 		return bad("sim-tick", "must not be negative")

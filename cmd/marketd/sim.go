@@ -20,7 +20,7 @@ func runSim(ctx context.Context, cfg config.Config, log zerolog.Logger, _ io.Wri
 			err = cerr
 		}
 	}()
-	s := sim.New(sim.Options{Seed: uint64(cfg.SimSeed), Collections: cfg.SimCollections, TickEvery: cfg.SimTick})
+	s := sim.New(sim.Options{Seed: uint64(cfg.SimSeed), Collections: cfg.SimCollections, TokensPerCollection: cfg.SimTokens, TickEvery: cfg.SimTick})
 	if err := s.Open(ctx); err != nil {
 		return fmt.Errorf("simulator: %w", err)
 	}

@@ -101,7 +101,7 @@ func runNode(ctx context.Context, cfg config.Config, log zerolog.Logger, want pa
 
 	// 3. The upstream simulator (all).
 	if want.sim {
-		s := sim.New(sim.Options{Seed: uint64(cfg.SimSeed), Collections: cfg.SimCollections, TickEvery: cfg.SimTick})
+		s := sim.New(sim.Options{Seed: uint64(cfg.SimSeed), Collections: cfg.SimCollections, TokensPerCollection: cfg.SimTokens, TickEvery: cfg.SimTick})
 		if err := s.Open(ctx); err != nil {
 			return fmt.Errorf("simulator: %w", err)
 		}
