@@ -135,6 +135,21 @@ func (c *Config) settings() []setting {
 			return nil
 		}, func() string { return strconv.Itoa(*p) }
 	}
+	// srcDur binds a duration field of one source's settings.
+	srcDur := func(name string, pick func(*Source) *time.Duration) (func(string) error, func() string) {
+		return func(v string) error {
+				src := c.Sources[name]
+				set, _ := dur(pick(&src))
+				if err := set(v); err != nil {
+					return err
+				}
+				c.Sources[name] = src
+				return nil
+			}, func() string {
+				src := c.Sources[name]
+				return pick(&src).String()
+			}
+	}
 	var out []setting
 	add := func(name, usage string, set func(string) error, show func() string) {
 		out = append(out, setting{name: name, usage: usage, set: set, show: show})
@@ -225,28 +240,10 @@ func (c *Config) settings() []setting {
 		add("source-"+name+"-url", "base URL of the "+name+" upstream (empty: built-in simulator)",
 			func(v string) error { src := c.Sources[name]; src.BaseURL = v; c.Sources[name] = src; return nil },
 			func() string { return c.Sources[name].BaseURL })
-		add("source-"+name+"-interval", "poll interval of "+name+" (0: --poll-interval)",
-			func(v string) error {
-				d, err := time.ParseDuration(v)
-				if err != nil {
-					return fmt.Errorf("not a duration (e.g. 30s, 2m)")
-				}
-				src := c.Sources[name]
-				src.Interval = d
-				c.Sources[name] = src
-				return nil
-			}, func() string { return c.Sources[name].Interval.String() })
-		add("source-"+name+"-timeout", "poll timeout of "+name+" (0: --source-timeout)",
-			func(v string) error {
-				d, err := time.ParseDuration(v)
-				if err != nil {
-					return fmt.Errorf("not a duration (e.g. 30s, 2m)")
-				}
-				src := c.Sources[name]
-				src.Timeout = d
-				c.Sources[name] = src
-				return nil
-			}, func() string { return c.Sources[name].Timeout.String() })
+		s, g := srcDur(name, func(src *Source) *time.Duration { return &src.Interval })
+		add("source-"+name+"-interval", "poll interval of "+name+" (0: --poll-interval)", s, g)
+		s, g = srcDur(name, func(src *Source) *time.Duration { return &src.Timeout })
+		add("source-"+name+"-timeout", "poll timeout of "+name+" (0: --source-timeout)", s, g)
 	}
 	return out
 }
