@@ -179,6 +179,17 @@ func TestBrowse(t *testing.T) {
 		require.Len(t, p.Items, 1)
 		assert.Regexp(t, `^\{"id":"b","chain":"ethereum","contractAddress":"0xb","name":"Name b","slug":"slug-b","image":null,"banner":null,"description":null,"tokenStandard":null,"royaltyBps":500,"stats":\{"floor":\{"raw":"1000000000000000000","decimal":1,"currency":"ETH","usd":null\},"volumeAllTime":500,"supply":null,"owners":null\}\}$`, string(p.Items[0]))
 	})
+	t.Run("a summary edit in place changes the page version", func(t *testing.T) {
+		before, err := e.st.Browse(ctx, readmodel.SortVolume, readmodel.Ethereum, "", 5)
+		require.NoError(t, err)
+		d := evmDoc("b", readmodel.Ethereum, "0xb")
+		d.VolumeAllTime, d.FloorRaw, d.CreatedAt, d.Name = f64(500), "1000000000000000000", t0.Add(2*time.Hour), "Renamed"
+		e.run(docMsg(d))
+		after, err := e.st.Browse(ctx, readmodel.SortVolume, readmodel.Ethereum, "", 5)
+		require.NoError(t, err)
+		assert.Equal(t, ids(before), ids(after), "same order")
+		assert.NotEqual(t, before.Version, after.Version)
+	})
 	t.Run("an updated document moves", func(t *testing.T) {
 		e.run(mk("a", readmodel.Ethereum, 1000, "", false, t0))
 		p, err := e.st.Browse(ctx, readmodel.SortVolume, readmodel.Ethereum, "", 5)

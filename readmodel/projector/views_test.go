@@ -323,6 +323,8 @@ func TestRatesChangeReRendersEverySaleAndToken(t *testing.T) {
 	}
 	e.run(docMsg(evmDoc(cid, readmodel.Ethereum, contract)), ratesMsg(readmodel.USDRates{"ETH": 1000}),
 		salesMsg(sales...), &readmodel.Message{Kind: readmodel.KindTokens, CollectionID: cid, Tokens: toks})
+	firstPage, err := e.st.Sales(ctx, cid, "", 5)
+	require.NoError(t, err)
 	e.run(ratesMsg(readmodel.USDRates{"ETH": 2000}))
 
 	var usds []any
@@ -339,6 +341,9 @@ func TestRatesChangeReRendersEverySaleAndToken(t *testing.T) {
 		after = p.Next
 	}
 	require.Len(t, usds, 1100)
+	p0, err := e.st.Sales(ctx, cid, "", 5)
+	require.NoError(t, err)
+	assert.NotEqual(t, firstPage.Version, p0.Version, "a re-rendered sale changes its page's version (ETag)")
 	for i, u := range usds {
 		require.Equal(t, 2000.0, u, "sale %d", i)
 	}

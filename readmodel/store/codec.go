@@ -260,8 +260,12 @@ func decodeToken(b []byte) (readmodel.TokenView, bool) {
 	return v, !d.bad
 }
 
-// plain wraps an unversioned view payload.
+// plain wraps a payload that has no version of its own (browse entries,
+// sale items, aliases): its header is an FNV-1a hash of the content, so a
+// page's version still changes when such an item is re-rendered (a summary
+// edit, a sale's USD after a rates change). Digest skips the header.
 func plain(p []byte) []byte {
 	b := make([]byte, 8, 8+len(p))
+	binary.BigEndian.PutUint64(b, pageVersionMix(14695981039346656037, p))
 	return append(b, p...)
 }

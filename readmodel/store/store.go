@@ -462,9 +462,10 @@ func (s *Store) page(prefix, pos []byte, limit int, cacheKey, salesOf string) (r
 		return nil
 	})
 	// A page's version is an order-sensitive hash of its items' keys and
-	// versions (sale items are immutable and unversioned: their keys say
-	// which they are) and whether more follow: it changes whenever the page's composition,
-	// order or any item changes, which is what the API's ETag needs.
+	// headers (browse entries and sale items carry a content hash there,
+	// see plain) and whether more follow: it changes whenever the page's
+	// composition, order or any item changes, which is what the API's ETag
+	// needs.
 	if page.HasMore {
 		sum = pageVersionMix(sum, []byte{1})
 	}
