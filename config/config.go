@@ -66,6 +66,10 @@ type Config struct {
 	ReplayFromSeq uint64
 	ReplaySince   time.Time
 
+	// DigestAt is the moment clock-dependent views (row expiry, retention)
+	// are settled to before a digest (role digest); zero means now.
+	DigestAt time.Time
+
 	LogLevel  string // debug, info, warn, error
 	LogFormat string // json or console
 }
@@ -230,6 +234,23 @@ func (c *Config) settings() []setting {
 			return ""
 		}
 		return c.ReplaySince.Format(time.RFC3339)
+	})
+	add("at", "digest: settle expiry and retention as of this RFC 3339 time before hashing (default now)", func(v string) error {
+		if v == "" {
+			c.DigestAt = time.Time{}
+			return nil
+		}
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return fmt.Errorf("not an RFC 3339 time")
+		}
+		c.DigestAt = t
+		return nil
+	}, func() string {
+		if c.DigestAt.IsZero() {
+			return ""
+		}
+		return c.DigestAt.Format(time.RFC3339)
 	})
 	s, g = str(&c.LogLevel)
 	add("log-level", "debug, info, warn or error", s, g)
