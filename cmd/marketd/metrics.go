@@ -7,6 +7,7 @@ import (
 	"github.com/marketd/marketd/ingest"
 	"github.com/marketd/marketd/readmodel/bus"
 	"github.com/marketd/marketd/readmodel/projector"
+	"github.com/marketd/marketd/readmodel/store"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -102,4 +103,16 @@ func (c *projectorCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, lag, s.name)
 	}
+}
+
+// registerStoreMetrics exposes the size of this node's views.
+func registerStoreMetrics(reg *prometheus.Registry, st *store.Store) {
+	gauge := func(name, help string, f func(store.Sizes) float64) {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help},
+			func() float64 { return f(st.Sizes()) }))
+	}
+	gauge("marketd_views_lsm_bytes", "Bytes of the views' Badger LSM tree on disk.", func(s store.Sizes) float64 { return float64(s.LSMBytes) })
+	gauge("marketd_views_value_log_bytes", "Bytes of the views' Badger value log on disk.", func(s store.Sizes) float64 { return float64(s.ValueLogBytes) })
+	gauge("marketd_views_cache_entries", "Views, pages and resolved ids held in the in-memory cache.", func(s store.Sizes) float64 { return float64(s.CacheEntries) })
+	gauge("marketd_views_cache_bytes", "Approximate bytes of the in-memory view cache.", func(s store.Sizes) float64 { return float64(s.CacheBytes) })
 }

@@ -74,6 +74,7 @@ func runNode(ctx context.Context, cfg config.Config, log zerolog.Logger, want pa
 			return fmt.Errorf("open views: %w", err)
 		}
 		n.add("badger", st.Close)
+		registerStoreMetrics(reg, st)
 		api, err := httpapi.New(httpapi.Config{
 			RateList: cfg.RateList, RateItem: cfg.RateItem,
 			TrustedProxies: cfg.TrustedProxies,

@@ -221,3 +221,11 @@ func evict[V any](m map[string]V, n int) {
 		n--
 	}
 }
+
+// stats reports the cache's entry count (views, pages and resolved ids) and
+// approximate bytes.
+func (c *cache) stats() (entries int, bytes int64) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.views) + len(c.pages) + len(c.resolve), c.bytes
+}
