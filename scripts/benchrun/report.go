@@ -101,7 +101,7 @@ func renderReport(r *Results) string {
 	} else if r.GoBench == "" && r.GoBenchErr == "" {
 		w("Not run.\n\n")
 	} else {
-		w("`go test -run '^$' -bench . -benchmem -benchtime %s ./httpapi/... ./readmodel/...`", o.BenchTime)
+		w("`go test -count=1 -run '^$' -bench . -benchmem -benchtime %s ./httpapi/... ./readmodel/...` (every core)", o.BenchTime)
 		if r.GoBenchErr != "" {
 			w(" — exited with: %s", r.GoBenchErr)
 		}
