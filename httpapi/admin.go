@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,6 +36,7 @@ type Admin interface {
 //	GET  /metrics        Prometheus text format of the registry
 //	POST /admin/ingest   200 JSON summary of one ingest cycle; 503 on error
 //	GET  /admin/sources  200 JSON per-source status; 503 on error
+//	GET  /debug/pprof/   Go runtime profiles (heap, CPU, goroutines), for operators
 //
 // It is a plain net/http server. Serve with Listen, stop with Shutdown.
 type AdminServer struct {
@@ -62,6 +64,10 @@ func NewAdmin(a Admin, reg *prometheus.Registry, log zerolog.Logger) *AdminServe
 		writeAdminJSON(w, http.StatusServiceUnavailable, map[string]bool{"ready": false})
 	})
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	// Profiles are safe here: the admin listener is loopback-only by default.
+	s.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	s.mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	s.mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	s.mux.HandleFunc("POST /admin/ingest", func(w http.ResponseWriter, r *http.Request) {
 		s.answer(w, "ingest", func() (any, error) { return a.RunIngest(r.Context()) })
 	})
