@@ -129,6 +129,25 @@ func (c *Config) settings() []setting {
 				return p.String()
 			}
 	}
+	timeVal := func(p *time.Time) (func(string) error, func() string) {
+		return func(v string) error {
+				if v == "" {
+					*p = time.Time{}
+					return nil
+				}
+				t, err := time.Parse(time.RFC3339, v)
+				if err != nil {
+					return fmt.Errorf("not an RFC 3339 time")
+				}
+				*p = t
+				return nil
+			}, func() string {
+				if p.IsZero() {
+					return ""
+				}
+				return p.Format(time.RFC3339)
+			}
+	}
 	integer := func(p *int) (func(string) error, func() string) {
 		return func(v string) error {
 			n, err := strconv.Atoi(v)
@@ -218,40 +237,10 @@ func (c *Config) settings() []setting {
 		c.ReplayFromSeq = n
 		return nil
 	}, func() string { return strconv.FormatUint(c.ReplayFromSeq, 10) })
-	add("since", "replay: apply only messages published at or after this RFC 3339 time", func(v string) error {
-		if v == "" {
-			c.ReplaySince = time.Time{}
-			return nil
-		}
-		t, err := time.Parse(time.RFC3339, v)
-		if err != nil {
-			return fmt.Errorf("not an RFC 3339 time")
-		}
-		c.ReplaySince = t
-		return nil
-	}, func() string {
-		if c.ReplaySince.IsZero() {
-			return ""
-		}
-		return c.ReplaySince.Format(time.RFC3339)
-	})
-	add("at", "digest: settle expiry and retention as of this RFC 3339 time before hashing (default now)", func(v string) error {
-		if v == "" {
-			c.DigestAt = time.Time{}
-			return nil
-		}
-		t, err := time.Parse(time.RFC3339, v)
-		if err != nil {
-			return fmt.Errorf("not an RFC 3339 time")
-		}
-		c.DigestAt = t
-		return nil
-	}, func() string {
-		if c.DigestAt.IsZero() {
-			return ""
-		}
-		return c.DigestAt.Format(time.RFC3339)
-	})
+	s, g = timeVal(&c.ReplaySince)
+	add("since", "replay: apply only messages published at or after this RFC 3339 time", s, g)
+	s, g = timeVal(&c.DigestAt)
+	add("at", "digest: settle expiry and retention as of this RFC 3339 time before hashing (default now)", s, g)
 	s, g = str(&c.LogLevel)
 	add("log-level", "debug, info, warn or error", s, g)
 	s, g = str(&c.LogFormat)

@@ -3,6 +3,7 @@ package projector
 import (
 	"encoding/json"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/marketd/marketd/readmodel"
@@ -653,7 +654,7 @@ func (a *applier) renderListings(cid string, doc *readmodel.CollectionDoc, usd *
 
 func (a *applier) applyTokens(msg *readmodel.Message) error {
 	cid := msg.CollectionID
-	bucket := itoa(uint64(msg.Bucket))
+	bucket := strconv.FormatUint(uint64(msg.Bucket), 10)
 	old, err := store.Get[[]string](a.tx, store.InTokenBucket, cid, bucket)
 	if err != nil {
 		return err
@@ -693,19 +694,6 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 	}
 	a.tx.Put(store.InTokenBucket, keys, cid, bucket)
 	return nil
-}
-
-func itoa(n uint64) string {
-	var b [20]byte
-	i := len(b)
-	for {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-		if n == 0 {
-			return string(b[i:])
-		}
-	}
 }
 
 // renderToken re-renders the token view of key k from its document and

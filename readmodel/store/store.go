@@ -20,6 +20,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -437,7 +438,7 @@ func (s *Store) page(prefix, pos []byte, limit int, cacheKey, salesOf string) (r
 	if limit <= 0 {
 		limit = 1
 	}
-	ck := cacheKey + "|" + itoa(limit)
+	ck := cacheKey + "|" + strconv.Itoa(limit)
 	cached, gen, ok := s.cache.getPage(ck, salesOf)
 	if ok {
 		return cached, nil
@@ -495,19 +496,6 @@ func pageVersionMix(h uint64, b []byte) uint64 {
 		h *= 1099511628211
 	}
 	return h
-}
-
-func itoa(n int) string {
-	var b [20]byte
-	i := len(b)
-	for {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-		if n == 0 {
-			return string(b[i:])
-		}
-	}
 }
 
 // Digest returns a hex SHA-256 over every view (keys and contents, in key

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -124,8 +125,8 @@ func TestCacheStaysWithinItsByteBound(t *testing.T) {
 	c := newCache(1000, 64<<10)
 	big := readmodel.CollectionView{ID: "x", Detail: make([]byte, 3000)}
 	for i := 0; i < 500; i++ {
-		c.put(itoa(i), big, c.gen)
-		c.putPage("p"+itoa(i), "", c.browseGen, readmodel.Page{Items: [][]byte{make([]byte, 1000)}})
+		c.put(strconv.Itoa(i), big, c.gen)
+		c.putPage("p"+strconv.Itoa(i), "", c.browseGen, readmodel.Page{Items: [][]byte{make([]byte, 1000)}})
 		require.LessOrEqual(t, c.bytes, int64(64<<10))
 	}
 	assert.NotEmpty(t, c.views, "recent entries are kept")
