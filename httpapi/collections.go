@@ -14,7 +14,10 @@ var (
 // getCollections serves GET /v1/collections: a cursor-paginated browse of
 // collection summaries, native-launched first, then by sort (volume, floor,
 // recent), optionally restricted to one chain. The cursor is bound to the
-// sort and chain. Errors: 400 (parameters, cursor), 502 (index unreadable).
+// sort and chain. Errors: 400 (parameters, cursor), 502 (index unreadable,
+// or never read: an unfiltered first page with no collection at all).
+var errIndexUnknown = readmodel.Errorf(readmodel.UpstreamError, "the collection index has not been read yet; collections are unknown, not empty")
+
 func (s *Server) getCollections(c *fiber.Ctx, rt *route) error {
 	args := c.Context().QueryArgs()
 	sort := readmodel.SortVolume
@@ -53,6 +56,11 @@ func (s *Server) getCollections(c *fiber.Ctx, rt *route) error {
 	page, err := s.r.Browse(c.UserContext(), sort, chain, after, limit)
 	if err != nil {
 		return err
+	}
+	if len(page.Items) == 0 && after == "" && chain == "" {
+		// No collection is known at all: the collection index has never
+		// been read. That is unknown, not an empty market (SPEC §7: 502).
+		return errIndexUnknown
 	}
 	setJSON(c)
 	if writeCache(c, rt, s.newETag("collections").str(bind).str(after).version(page.Version)) {

@@ -271,3 +271,33 @@ func TestFloor(t *testing.T) {
 		})
 	}
 }
+
+// TestCollectionsUnknownIndexIs502: with no collection known at all (the
+// collection index never read), the unfiltered first page is 502
+// upstream_error, never an empty 200; a chain filter matching nothing is a
+// legitimate empty 200.
+func TestCollectionsUnknownIndexIs502(t *testing.T) {
+	h := MustHarness(t, nil)
+	for k := range h.r.browse {
+		delete(h.r.browse, k)
+	}
+	tests := []struct {
+		name, query string
+		status      int
+	}{
+		{"unfiltered first page", "", 502},
+		{"another sort", "?sort=recent", 502},
+		{"chain filter with no match", "?chain=robinhood", 200},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := h.get("/v1/collections" + tc.query)
+			require.Equal(t, tc.status, res.status, "%s", res.body)
+			if tc.status == 502 {
+				assert.Equal(t, "upstream_error", res.errorCode(t))
+				return
+			}
+			assert.Empty(t, data(t, res))
+		})
+	}
+}
