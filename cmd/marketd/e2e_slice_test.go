@@ -192,12 +192,29 @@ func TestRestartServesPreviousViews(t *testing.T) {
 	require.Equal(t, 200, before.Status)
 	first.Stop(t)
 
-	args := []string{"--data-dir", dir, "--sim-collections", "60", "--cursor-key", testCursorKey}
-	for _, s := range []string{"order-book", "indexer-mirror", "indexer-stats", "analytics", "collection-index", "price-feed", "sales"} {
-		args = append(args, "--source-"+s+"-url", "http://127.0.0.1:1/"+s, "--source-"+s+"-timeout", "1s")
-	}
+	args := append([]string{"--data-dir", dir, "--sim-collections", "60", "--cursor-key", testCursorKey}, unreachableSources()...)
 	second := StartMain(t, args...)
 	after := get(t, second.API+"/v1/collections?limit=5")
 	require.Equal(t, 200, after.Status, "%s", after.Body)
 	assert.Equal(t, before.JSON["data"], after.JSON["data"], "the previous views are served at once")
+}
+
+// unreachableSources points every upstream at a closed port.
+func unreachableSources() []string {
+	var args []string
+	for _, s := range []string{"order-book", "indexer-mirror", "indexer-stats", "analytics", "collection-index", "price-feed", "sales"} {
+		args = append(args, "--source-"+s+"-url", "http://127.0.0.1:1/"+s, "--source-"+s+"-timeout", "1s")
+	}
+	return args
+}
+
+// TestCollectionIndexNeverReadIs502: a fresh node whose collection index
+// has never answered does not know any collection; /v1/collections is 502
+// upstream_error (SPEC §7), never an empty 200.
+func TestCollectionIndexNeverReadIs502(t *testing.T) {
+	m := StartMain(t, append([]string{"--cursor-key", testCursorKey}, unreachableSources()...)...)
+	r := get(t, m.API+"/v1/collections")
+	assert.Equal(t, 502, r.Status, "%s", r.Body)
+	assert.Equal(t, "upstream_error", obj(r.JSON["error"])["code"])
+	assert.Equal(t, "no-store", r.Header.Get("Cache-Control"))
 }
