@@ -310,20 +310,12 @@ type RawListing struct {
 // is not after now, are rejected with RejectInactive / RejectExpired.
 func NormalizeListing(src Source, in RawListing, now time.Time) (ListingRow, error) {
 	var r ListingRow
-	c, err := NormalizeChain(in.Chain)
+	h, err := normItemHead(in.Chain, in.Contract, in.TokenID, in.Mint, in.CollectionID, in.Price)
 	if err != nil {
 		return r, err
 	}
-	r.Chain = c
-	if err := normIdentity(c, in.Contract, in.TokenID, in.Mint, &r.ContractAddress, &r.TokenID, &r.Mint); err != nil {
-		return r, err
-	}
-	if r.CollectionID, err = normCollectionID(c, in.CollectionID, r.ContractAddress); err != nil {
-		return r, err
-	}
-	if r.PriceRaw, err = NormalizePriceRaw(string(in.Price)); err != nil {
-		return r, err
-	}
+	c := h.chain
+	r.Chain, r.ContractAddress, r.TokenID, r.Mint, r.CollectionID, r.PriceRaw = c, h.contract, h.tokenID, h.mint, h.collectionID, h.priceRaw
 	if in.BuyerTotal != "" {
 		if r.BuyerTotalRaw, err = NormalizePriceRaw(string(in.BuyerTotal)); err != nil {
 			return r, normWithField(err, "buyerTotal")
@@ -436,20 +428,12 @@ type RawSale struct {
 // block time; legacy rows without one keep their write time.
 func NormalizeSale(in RawSale) (SaleRow, error) {
 	var r SaleRow
-	c, err := NormalizeChain(in.Chain)
+	h, err := normItemHead(in.Chain, in.Contract, in.TokenID, in.Mint, in.CollectionID, in.Price)
 	if err != nil {
 		return r, err
 	}
-	r.Chain = c
-	if err := normIdentity(c, in.Contract, in.TokenID, in.Mint, &r.ContractAddress, &r.TokenID, &r.Mint); err != nil {
-		return r, err
-	}
-	if r.CollectionID, err = normCollectionID(c, in.CollectionID, r.ContractAddress); err != nil {
-		return r, err
-	}
-	if r.PriceRaw, err = NormalizePriceRaw(string(in.Price)); err != nil {
-		return r, err
-	}
+	c := h.chain
+	r.Chain, r.ContractAddress, r.TokenID, r.Mint, r.CollectionID, r.PriceRaw = c, h.contract, h.tokenID, h.mint, h.collectionID, h.priceRaw
 	seller, err := normalizeOptionalAddress(c, "seller", in.Seller)
 	if err != nil {
 		return r, err
@@ -756,6 +740,34 @@ func NormalizeRates(in map[string]float64) (out USDRates, rejected []string) {
 
 // identity validates and fills the asset identity of a row on chain c:
 // contract and token id on EVM, mint on Solana.
+// itemHead is what listings and sales share: the chain, the asset, the
+// collection and the price, normalized by the same rules.
+type itemHead struct {
+	chain                                           Chain
+	contract, tokenID, mint, collectionID, priceRaw string
+}
+
+// normItemHead normalizes a market row's identity and price; the first
+// rule that fails rejects the row.
+func normItemHead(chain, contract, tokenID, mint, collectionID string, price Amount) (itemHead, error) {
+	var h itemHead
+	c, err := NormalizeChain(chain)
+	if err != nil {
+		return h, err
+	}
+	h.chain = c
+	if err := normIdentity(c, contract, tokenID, mint, &h.contract, &h.tokenID, &h.mint); err != nil {
+		return h, err
+	}
+	if h.collectionID, err = normCollectionID(c, collectionID, h.contract); err != nil {
+		return h, err
+	}
+	if h.priceRaw, err = NormalizePriceRaw(string(price)); err != nil {
+		return h, err
+	}
+	return h, nil
+}
+
 func normIdentity(c Chain, contract, tokenID, mint string, outContract, outToken, outMint *string) error {
 	var err error
 	if c == Solana {
