@@ -3,6 +3,7 @@ package httpapi
 import (
 	"time"
 
+	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 
 	"github.com/marketd/marketd/readmodel"
@@ -53,4 +54,22 @@ func appendPagination(resp *fasthttp.Response, next []byte, hasMore bool) {
 	} else {
 		resp.AppendBodyString(`,"hasMore":false}`)
 	}
+}
+
+// writePage writes the envelope of a keyset-paged list (collections,
+// sales): the items, then pagination with a cursor of kind bound to bind
+// that resumes after page.Next. A page with HasMore but no position ends
+// the walk rather than minting a cursor that would restart it.
+func (s *Server) writePage(c *fiber.Ctx, page readmodel.Page, kind cursorKind, bind string, now time.Time) {
+	resp := c.Response()
+	resp.AppendBodyString(`{"data":`)
+	appendItems(resp, page.Items)
+	var next []byte
+	hasMore := page.HasMore && page.Next != ""
+	if hasMore {
+		var b [512]byte
+		next = s.cursors.appendCursor(b[:0], cursor{kind: kind, bind: bind, pos: page.Next}, now)
+	}
+	appendPagination(resp, next, hasMore)
+	resp.AppendBodyString("}")
 }

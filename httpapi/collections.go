@@ -66,17 +66,7 @@ func (s *Server) getCollections(c *fiber.Ctx, rt *route) error {
 	if writeCache(c, rt, s.newETag("collections").str(bind).str(after).version(page.Version)) {
 		return nil
 	}
-	resp := c.Response()
-	resp.AppendBodyString(`{"data":`)
-	appendItems(resp, page.Items)
-	var next []byte
-	hasMore := page.HasMore && page.Next != ""
-	if hasMore {
-		var b [512]byte
-		next = s.cursors.appendCursor(b[:0], cursor{kind: cursorCollections, bind: bind, pos: page.Next}, now)
-	}
-	appendPagination(resp, next, hasMore)
-	resp.AppendBodyString("}")
+	s.writePage(c, page, cursorCollections, bind, now)
 	return nil
 }
 

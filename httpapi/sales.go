@@ -46,16 +46,6 @@ func (s *Server) getSales(c *fiber.Ctx, rt *route) error {
 	if writeCache(c, rt, s.newETag("sales").str(cv.ID).str(after).version(page.Version)) {
 		return nil
 	}
-	resp := c.Response()
-	resp.AppendBodyString(`{"data":`)
-	appendItems(resp, page.Items)
-	var next []byte
-	hasMore := page.HasMore && page.Next != ""
-	if hasMore {
-		var b [512]byte
-		next = s.cursors.appendCursor(b[:0], cursor{kind: cursorSales, bind: cv.ID, pos: page.Next}, now)
-	}
-	appendPagination(resp, next, hasMore)
-	resp.AppendBodyString("}")
+	s.writePage(c, page, cursorSales, cv.ID, now)
 	return nil
 }
