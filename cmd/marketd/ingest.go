@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
 
 	"github.com/marketd/marketd/config"
@@ -14,8 +13,8 @@ import (
 // shared streams. It keeps the admin listener (health, metrics, a manual
 // cycle) but serves no public API.
 func runIngest(ctx context.Context, cfg config.Config, log zerolog.Logger, _ io.Writer) error {
-	if cfg.NatsURL == "" {
-		return errors.New("ingest needs --nats (MARKETD_NATS_URL): the URL of a NATS server with JetStream")
+	if err := needNats("ingest", cfg); err != nil {
+		return err
 	}
 	return runNode(ctx, cfg, log, parts{ingest: true})
 }

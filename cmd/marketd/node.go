@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/marketd/marketd/config"
 	"github.com/rs/zerolog"
 )
 
@@ -29,6 +30,26 @@ type node struct {
 type part struct {
 	name  string
 	close func(ctx context.Context) error
+}
+
+// withNode runs fn with a fresh node and closes the node's parts when fn
+// returns; a close error is returned when fn itself succeeded.
+func withNode(log zerolog.Logger, fn func(n *node) error) (err error) {
+	n := &node{log: log}
+	defer func() {
+		if cerr := n.close(); err == nil {
+			err = cerr
+		}
+	}()
+	return fn(n)
+}
+
+// needNats fails a role that has no embedded server when --nats is unset.
+func needNats(role string, cfg config.Config) error {
+	if cfg.NatsURL == "" {
+		return fmt.Errorf("%s needs --nats (MARKETD_NATS_URL): the URL of a NATS server with JetStream", role)
+	}
+	return nil
 }
 
 // add registers a part to be closed on shutdown.

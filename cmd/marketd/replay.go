@@ -18,22 +18,18 @@ import (
 // beside <data-dir>/badger, showing progress, swaps it in atomically and
 // exits. Without --nats it reads the embedded server's store under
 // <data-dir>/nats, the layout `marketd all` leaves (stop that node first).
-func runReplay(ctx context.Context, cfg config.Config, log zerolog.Logger, stdout io.Writer) (err error) {
-	n := &node{log: log}
-	defer func() {
-		if cerr := n.close(); err == nil {
-			err = cerr
+func runReplay(ctx context.Context, cfg config.Config, log zerolog.Logger, stdout io.Writer) error {
+	return withNode(log, func(n *node) error {
+		js, err := connectForTool(ctx, n, cfg)
+		if err != nil {
+			return err
 		}
-	}()
-	js, err := connectForTool(ctx, n, cfg)
-	if err != nil {
-		return err
-	}
-	return projector.Replay(ctx, js, cfg.DataDir, projector.ReplayOptions{
-		FromSeq: cfg.ReplayFromSeq,
-		Since:   cfg.ReplaySince,
-		Log:     log,
-	}, stdout)
+		return projector.Replay(ctx, js, cfg.DataDir, projector.ReplayOptions{
+			FromSeq: cfg.ReplayFromSeq,
+			Since:   cfg.ReplaySince,
+			Log:     log,
+		}, stdout)
+	})
 }
 
 // connectForTool connects to --nats, or starts the embedded server on the

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
 
 	"github.com/marketd/marketd/config"
@@ -12,8 +11,8 @@ import (
 // runServe is `marketd serve --nats URL`: projector and API over this
 // node's own Badger, fed by a shared stream. A node of a regional cache tier.
 func runServe(ctx context.Context, cfg config.Config, log zerolog.Logger, _ io.Writer) error {
-	if cfg.NatsURL == "" {
-		return errors.New("serve needs --nats (MARKETD_NATS_URL): the URL of a NATS server with JetStream")
+	if err := needNats("serve", cfg); err != nil {
+		return err
 	}
 	return runNode(ctx, cfg, log, parts{api: true})
 }

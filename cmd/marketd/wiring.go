@@ -32,13 +32,13 @@ type parts struct {
 
 // runNode opens the parts of a long-running role, serves until ctx is
 // cancelled, then closes them in DESIGN's shutdown order.
-func runNode(ctx context.Context, cfg config.Config, log zerolog.Logger, want parts) (err error) {
-	n := &node{log: log}
-	defer func() {
-		if cerr := n.close(); err == nil {
-			err = cerr
-		}
-	}()
+func runNode(ctx context.Context, cfg config.Config, log zerolog.Logger, want parts) error {
+	return withNode(log, func(n *node) error { return openAndServe(ctx, n, cfg, log, want) })
+}
+
+// openAndServe opens the parts a role wants into n, then serves until ctx
+// is cancelled; the caller closes n.
+func openAndServe(ctx context.Context, n *node, cfg config.Config, log zerolog.Logger, want parts) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	adm := &admin{log: log}
