@@ -51,24 +51,10 @@ func (s *Server) getListings(c *fiber.Ctx, rt *route) error {
 		return err
 	}
 
-	// Staleness: the view's failing sources; a collection without a
-	// contract/mint contributes no native rows (rule 9).
-	var staleBuf [2]readmodel.Source
-	stale := staleBuf[:0]
-	for _, src := range lv.StaleSources {
-		if (src == readmodel.SourceOrderBook || src == readmodel.SourceIndexerMirror) && !containsSource(stale, src) {
-			stale = append(stale, src)
-		}
-	}
-	allFailed := lv.AllFailed
-	if !cv.HasContract {
-		if !containsSource(stale, readmodel.SourceOrderBook) {
-			stale = append([]readmodel.Source{readmodel.SourceOrderBook}, stale...)
-		}
-		if containsSource(stale, readmodel.SourceIndexerMirror) {
-			allFailed = true
-		}
-	}
+	// Staleness is the view's: the projector already names the failing
+	// listing sources, including order-book for a collection without a
+	// contract/mint (rule 9), and whether every source failed.
+	stale, allFailed := lv.StaleSources, lv.AllFailed
 
 	// One pass over the snapshot: live items, the page, what lies after it.
 	nowMs := now.UnixMilli()
@@ -137,13 +123,4 @@ func (s *Server) getListings(c *fiber.Ctx, rt *route) error {
 	}
 	resp.AppendBodyString("}")
 	return nil
-}
-
-func containsSource(list []readmodel.Source, s readmodel.Source) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -153,8 +153,8 @@ func TestListingsDegradation(t *testing.T) {
 		{"all failed with last-good rows", testID, withStale(listingsView(2, 3, nil), true, ob, im), 200, []any{"order-book", "indexer-mirror"}, 3},
 		{"all failed, nothing known", testID, withStale(readmodel.ListingsView{Version: 2}, true, ob, im), 502, nil, 0},
 		{"all failed, every row expired", testID, withStale(listingsView(2, 3, func(int) int64 { return t0.UnixMilli() - 1 }), true, ob, im), 502, nil, 0},
-		{"no contract: order-book stale", noContractID, readmodel.ListingsView{Version: 2}, 200, []any{"order-book"}, 0},
-		{"no contract and mirror failed: 502", noContractID, withStale(readmodel.ListingsView{Version: 2}, false, im), 502, nil, 0},
+		{"no contract: order-book stale", noContractID, withStale(readmodel.ListingsView{Version: 2}, false, ob), 200, []any{"order-book"}, 0},
+		{"no contract and mirror failed: 502", noContractID, withStale(readmodel.ListingsView{Version: 2}, true, ob, im), 502, nil, 0},
 		{"no chain: 404", noChainID, listingsView(2, 3, nil), 404, nil, 0},
 	}
 	for _, tc := range tests {
