@@ -326,16 +326,8 @@ func NormalizeListing(src Source, in RawListing, now time.Time) (ListingRow, err
 	} else if r.Marketplace, err = NormalizeMarketplace(in.Marketplace); err != nil {
 		return r, err
 	}
-	seller, err := normalizeOptionalAddress(c, "seller", in.Seller)
-	if err != nil {
+	if r.Seller, err = normSeller(c, in.Seller, in.Escrow); err != nil {
 		return r, err
-	}
-	escrow, err := normalizeOptionalAddress(c, "escrow", in.Escrow)
-	if err != nil {
-		return r, err
-	}
-	if seller != escrow {
-		r.Seller = seller // the beneficial owner, never the escrow wallet
 	}
 	st := StatusActive
 	if in.Status != "" {
@@ -434,16 +426,8 @@ func NormalizeSale(in RawSale) (SaleRow, error) {
 	}
 	c := h.chain
 	r.Chain, r.ContractAddress, r.TokenID, r.Mint, r.CollectionID, r.PriceRaw = c, h.contract, h.tokenID, h.mint, h.collectionID, h.priceRaw
-	seller, err := normalizeOptionalAddress(c, "seller", in.Seller)
-	if err != nil {
+	if r.Seller, err = normSeller(c, in.Seller, in.Escrow); err != nil {
 		return r, err
-	}
-	escrow, err := normalizeOptionalAddress(c, "escrow", in.Escrow)
-	if err != nil {
-		return r, err
-	}
-	if seller != escrow {
-		r.Seller = seller
 	}
 	if r.Buyer, err = normalizeOptionalAddress(c, "buyer", in.Buyer); err != nil {
 		return r, err
@@ -766,6 +750,23 @@ func normItemHead(chain, contract, tokenID, mint, collectionID string, price Amo
 		return h, err
 	}
 	return h, nil
+}
+
+// normSeller returns the seller to report: the beneficial owner, never the
+// escrow wallet ("" when the only seller named is the escrow itself).
+func normSeller(c Chain, seller, escrow string) (string, error) {
+	s, err := normalizeOptionalAddress(c, "seller", seller)
+	if err != nil {
+		return "", err
+	}
+	e, err := normalizeOptionalAddress(c, "escrow", escrow)
+	if err != nil {
+		return "", err
+	}
+	if s == e {
+		return "", nil
+	}
+	return s, nil
 }
 
 func normIdentity(c Chain, contract, tokenID, mint string, outContract, outToken, outMint *string) error {
