@@ -17,23 +17,41 @@ func appendTime(resp *fasthttp.Response, now time.Time) {
 	resp.AppendBody(now.UTC().AppendFormat(b[:0], readmodel.TimeFormat))
 }
 
-// appendTimed appends a TimedBody with now in its slot.
-func appendTimed(resp *fasthttp.Response, tb readmodel.TimedBody, now time.Time) {
-	resp.AppendBody(tb.Head)
-	if tb.Timed {
-		appendTime(resp, now)
-		resp.AppendBody(tb.Tail)
+// appendUSD appends prepared bytes b with their USD slots filled from q
+// (readmodel.TemplateUSD): the only per-request work on a prepared body,
+// a multiplication and a float format per price.
+func appendUSD(resp *fasthttp.Response, b []byte, q *readmodel.USDQuote) {
+	for {
+		i := readmodel.NextUSDSlot(b)
+		if i < 0 || len(b)-i < readmodel.USDSlotLen {
+			resp.AppendBody(b)
+			return
+		}
+		resp.AppendBody(b[:i])
+		var num [32]byte
+		resp.AppendBody(q.AppendSlot(num[:0], b[i:i+readmodel.USDSlotLen]))
+		b = b[i+readmodel.USDSlotLen:]
 	}
 }
 
-// appendItems appends `[item,item,...]`.
-func appendItems(resp *fasthttp.Response, items [][]byte) {
+// appendTimed appends a TimedBody with now in its slot and its USD slots
+// filled from q.
+func appendTimed(resp *fasthttp.Response, tb readmodel.TimedBody, now time.Time, q *readmodel.USDQuote) {
+	appendUSD(resp, tb.Head, q)
+	if tb.Timed {
+		appendTime(resp, now)
+		appendUSD(resp, tb.Tail, q)
+	}
+}
+
+// appendItems appends `[item,item,...]` with USD slots filled from q.
+func appendItems(resp *fasthttp.Response, items [][]byte, q *readmodel.USDQuote) {
 	resp.AppendBodyString("[")
 	for i, it := range items {
 		if i > 0 {
 			resp.AppendBodyString(",")
 		}
-		resp.AppendBody(it)
+		appendUSD(resp, it, q)
 	}
 	resp.AppendBodyString("]")
 }
@@ -60,10 +78,10 @@ func appendPagination(resp *fasthttp.Response, next []byte, hasMore bool) {
 // sales): the items, then pagination with a cursor of kind bound to bind
 // that resumes after page.Next. A page with HasMore but no position ends
 // the walk rather than minting a cursor that would restart it.
-func (s *Server) writePage(c *fiber.Ctx, page readmodel.Page, kind cursorKind, bind string, now time.Time) {
+func (s *Server) writePage(c *fiber.Ctx, page readmodel.Page, kind cursorKind, bind string, now time.Time, q *readmodel.USDQuote) {
 	resp := c.Response()
 	resp.AppendBodyString(`{"data":`)
-	appendItems(resp, page.Items)
+	appendItems(resp, page.Items, q)
 	var next []byte
 	hasMore := page.HasMore && page.Next != ""
 	if hasMore {

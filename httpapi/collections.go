@@ -63,10 +63,11 @@ func (s *Server) getCollections(c *fiber.Ctx, rt *route) error {
 		return errIndexUnknown
 	}
 	setJSON(c)
-	if writeCache(c, rt, s.newETag("collections").str(bind).str(after).version(page.Version)) {
+	q := s.r.USD()
+	if writeCache(c, rt, s.newETag("collections").str(bind).str(after).version(page.Version).version(q.Version)) {
 		return nil
 	}
-	s.writePage(c, page, cursorCollections, bind, now)
+	s.writePage(c, page, cursorCollections, bind, now, q)
 	return nil
 }
 
@@ -83,12 +84,13 @@ func (s *Server) getCollection(c *fiber.Ctx, rt *route) error {
 		return errCollection
 	}
 	setJSON(c)
-	if writeCache(c, rt, s.newETag("collection").str(cv.ID).version(cv.Version)) {
+	q := s.r.USD()
+	if writeCache(c, rt, s.newETag("collection").str(cv.ID).version(cv.Version).version(q.Version)) {
 		return nil
 	}
 	resp := c.Response()
 	resp.AppendBodyString(`{"data":`)
-	resp.AppendBody(cv.Detail)
+	appendUSD(resp, cv.Detail, q)
 	resp.AppendBodyString("}")
 	return nil
 }

@@ -31,7 +31,8 @@ func (s *Server) getFloor(c *fiber.Ctx, rt *route) error {
 		return errCollection
 	}
 	setJSON(c)
-	tag := s.newETag("floor").str(cv.ID).version(cv.Version).version(fv.Version)
+	q := s.r.USD()
+	tag := s.newETag("floor").str(cv.ID).version(cv.Version).version(fv.Version).version(q.Version)
 	if fallback {
 		tag = tag.str("fallback")
 	}
@@ -40,7 +41,7 @@ func (s *Server) getFloor(c *fiber.Ctx, rt *route) error {
 	}
 	resp := c.Response()
 	resp.AppendBodyString(`{"data":`)
-	appendTimed(resp, body, now)
+	appendTimed(resp, body, now, q)
 	resp.AppendBodyString("}")
 	return nil
 }

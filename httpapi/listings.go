@@ -78,7 +78,8 @@ func (s *Server) getListings(c *fiber.Ctx, rt *route) error {
 	}
 
 	setJSON(c)
-	tag := s.newETag("listings").str(cv.ID).version(cv.Version).version(lv.Version).num(expired).num(offset).num(uint64(limit))
+	q := s.r.USD()
+	tag := s.newETag("listings").str(cv.ID).version(cv.Version).version(lv.Version).num(expired).num(offset).num(uint64(limit)).version(q.Version)
 	if writeCache(c, rt, tag) {
 		return nil
 	}
@@ -92,7 +93,7 @@ func (s *Server) getListings(c *fiber.Ctx, rt *route) error {
 		if n > 0 {
 			resp.AppendBodyString(",")
 		}
-		resp.AppendBody(items[i])
+		appendUSD(resp, items[i], q)
 		n++
 	}
 	resp.AppendBodyString("]")

@@ -43,9 +43,10 @@ func (s *Server) getSales(c *fiber.Ctx, rt *route) error {
 		return err
 	}
 	setJSON(c)
-	if writeCache(c, rt, s.newETag("sales").str(cv.ID).str(after).version(page.Version)) {
+	q := s.r.USD()
+	if writeCache(c, rt, s.newETag("sales").str(cv.ID).str(after).version(page.Version).version(q.Version)) {
 		return nil
 	}
-	s.writePage(c, page, cursorSales, cv.ID, now)
+	s.writePage(c, page, cursorSales, cv.ID, now, q)
 	return nil
 }

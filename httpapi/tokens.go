@@ -60,12 +60,13 @@ func (s *Server) getToken(c *fiber.Ctx, rt *route) error {
 	}
 	now := s.now()
 	setJSON(c)
-	if writeCache(c, rt, s.newETag("token").str(string(chain)).str(address).str(tokenID).version(tv.Version)) {
+	q := s.r.USD()
+	if writeCache(c, rt, s.newETag("token").str(string(chain)).str(address).str(tokenID).version(tv.Version).version(q.Version)) {
 		return nil
 	}
 	resp := c.Response()
 	resp.AppendBodyString(`{"data":`)
-	appendTimed(resp, tv.Body, now)
+	appendTimed(resp, tv.Body, now, q)
 	resp.AppendBodyString("}")
 	return nil
 }

@@ -3,9 +3,10 @@ package readmodel
 import "time"
 
 // The types in this file are prepared views: what the projector computes
-// ahead of time and the public API serves. Every []byte is valid JSON (or a
-// documented fragment of it) and is never modified after it is handed out;
-// readers may write it to a response as is.
+// ahead of time and the public API serves. Every []byte is JSON (or a
+// documented fragment of it) with USD slots where a Price's usd goes
+// (usd.go): readers write it with AppendUSD and the current USDQuote. It is
+// never modified after it is handed out.
 
 // Sort is the collections browse order.
 type Sort string

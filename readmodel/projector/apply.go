@@ -1,7 +1,6 @@
 package projector
 
 import (
-	"encoding/json"
 	"sort"
 	"strconv"
 	"time"
@@ -32,13 +31,13 @@ type tokenInput struct {
 	Doc        readmodel.TokenDoc `json:"doc"`
 }
 
-// job is a pending full re-render (after a rates change or a source-wide
-// status), processed in batches; its state commits with each batch so a
-// crash resumes it.
+// job is a pending re-render of every collection's views (after a
+// source-wide status: every collection's staleness changed), processed in
+// batches; its state commits with each batch so a crash resumes it. USD
+// rates never need one: prepared bodies carry USD slots that the API fills
+// from the current quote (readmodel.TemplateUSD).
 type job struct {
-	Sales      bool     `json:"sales"`                // re-render sale items too (USD changed)
-	Currencies []string `json:"currencies,omitempty"` // only collections in these currencies; all when empty
-	After      string   `json:"after"`                // last collection done
+	After string `json:"after"` // last collection done
 }
 
 const jobName = "rerender"
@@ -58,9 +57,6 @@ type applier struct {
 	retention time.Duration
 	seq       uint64
 	version   uint64
-	ratesDone bool
-	rates     readmodel.USDRates
-	feedOK    bool
 	books     map[string]*rowsInput  // listing rows read or written in this transaction, by source and collection
 	toks      map[string]*tokenInput // token documents read or written in this transaction
 	tokenNow  time.Time              // a sweep's clock for token listing liveness; zero: observation times
@@ -187,28 +183,38 @@ func (a *applier) ver() uint64 {
 	return a.version
 }
 
-func (a *applier) loadRates() error {
-	if a.ratesDone {
-		return nil
-	}
+// putQuote records the USD quote the API fills prepared bodies with, from
+// the stored rates and the price feed's latest status (feedOK, or the
+// stored one when nil).
+func (a *applier) putQuote(feedOK *bool) error {
 	r, err := store.Get[readmodel.USDRates](a.tx, store.InRates)
 	if err != nil {
 		return err
 	}
+	var rates readmodel.USDRates
 	if r != nil {
-		a.rates = *r
+		rates = *r
 	}
-	st, err := a.status(readmodel.SourcePriceFeed, "")
-	if err != nil {
-		return err
+	ok := true
+	if feedOK != nil {
+		ok = *feedOK
+	} else {
+		st, err := a.status(readmodel.SourcePriceFeed, "")
+		if err != nil {
+			return err
+		}
+		ok = st == nil || st.Status.OK
 	}
-	a.feedOK = st == nil || st.Status.OK
-	a.ratesDone = true
+	a.tx.PutQuote(rates, ok)
 	return nil
 }
 
-func (a *applier) usd(c readmodel.Chain) *float64 {
-	return readmodel.USDRate(a.rates, a.feedOK, c)
+// tmpl turns a rendered body (usd null) into a prepared one with USD slots.
+func tmpl(b []byte) []byte { return readmodel.TemplateUSD(b) }
+
+func tmplTimed(tb readmodel.TimedBody) readmodel.TimedBody {
+	tb.Head, tb.Tail = tmpl(tb.Head), tmpl(tb.Tail)
+	return tb
 }
 
 // status returns the latest status of (src, cid), or of the source-wide
@@ -288,15 +294,12 @@ func (a *applier) apply(msg *readmodel.Message) error {
 			a.now = now
 		}
 		a.tx.Put(store.InStatus, statusInput{Seq: a.seq, Status: *msg.Status}, string(msg.Source), cid)
-		if msg.Source == readmodel.SourcePriceFeed {
-			a.ratesDone = false
-		}
 		if cid == "" {
 			switch msg.Source {
 			case readmodel.SourcePriceFeed:
-				return a.queueJob(true)
+				return a.putQuote(&msg.Status.OK)
 			case readmodel.SourceOrderBook, readmodel.SourceIndexerMirror, readmodel.SourceIndexerStats, readmodel.SourceAnalytics:
-				return a.queueJob(false)
+				return a.queueJob()
 			}
 			return nil
 		}
@@ -308,21 +311,8 @@ func (a *applier) apply(msg *readmodel.Message) error {
 		}
 		return nil
 	case readmodel.KindRates:
-		old, err := store.Get[readmodel.USDRates](a.tx, store.InRates)
-		if err != nil {
-			return err
-		}
 		a.tx.Put(store.InRates, msg.Rates)
-		a.ratesDone = false
-		var prev readmodel.USDRates
-		if old != nil {
-			prev = *old
-		}
-		changed := changedCurrencies(prev, msg.Rates)
-		if len(changed) == 0 {
-			return nil
-		}
-		return a.queueJob(true, changed...)
+		return a.putQuote(nil)
 	case readmodel.KindTokens:
 		return a.applyTokens(msg)
 	case readmodel.KindSales:
@@ -331,69 +321,11 @@ func (a *applier) apply(msg *readmodel.Message) error {
 	return nil
 }
 
-// queueJob queues a full re-render: of collections whose chain's currency
-// is in currencies, or of every collection when none are named.
-func (a *applier) queueJob(sales bool, currencies ...string) error {
-	j, err := store.Get[job](a.tx, store.InJob, jobName)
-	if err != nil {
-		return err
-	}
-	// A newer change restarts the walk so every collection sees it.
-	nj := job{Sales: sales || (j != nil && j.Sales)}
-	if len(currencies) > 0 && (j == nil || len(j.Currencies) > 0) {
-		seen := map[string]bool{}
-		if j != nil {
-			for _, c := range j.Currencies {
-				seen[c] = true
-			}
-		}
-		for _, c := range currencies {
-			seen[c] = true
-		}
-		for c := range seen {
-			nj.Currencies = append(nj.Currencies, c)
-		}
-		sort.Strings(nj.Currencies)
-	}
-	a.tx.Put(store.InJob, nj, jobName)
+// queueJob queues a re-render of every collection's views; a newer one
+// restarts the walk so every collection sees the latest change.
+func (a *applier) queueJob() error {
+	a.tx.Put(store.InJob, job{}, jobName)
 	return nil
-}
-
-// changedCurrencies lists the currencies whose rate differs between a and b
-// (added, removed or changed).
-func changedCurrencies(a, b readmodel.USDRates) []string {
-	var out []string
-	for c, r := range b {
-		if o, ok := a[c]; !ok || o != r {
-			out = append(out, c)
-		}
-	}
-	for c := range a {
-		if _, ok := b[c]; !ok {
-			out = append(out, c)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// covers reports whether a job limited to currencies concerns collection
-// cid (unknown chains are always covered).
-func (a *applier) covers(j *job, cid string) (bool, error) {
-	if len(j.Currencies) == 0 {
-		return true, nil
-	}
-	doc, err := store.Get[readmodel.CollectionDoc](a.tx, store.InDoc, cid)
-	if err != nil || doc == nil || !doc.Chain.Valid() {
-		return true, err
-	}
-	cur := doc.Chain.Currency()
-	for _, c := range j.Currencies {
-		if c == cur {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 // aliases lists a document's {id} forms: the document id, its address
@@ -425,49 +357,26 @@ func lowerASCII(s string) string {
 
 // renderNow re-renders the given parts of collection cid's views.
 func (a *applier) renderNow(cid string, parts int) error {
-	if err := a.loadRates(); err != nil {
-		return err
-	}
 	doc, err := store.Get[readmodel.CollectionDoc](a.tx, store.InDoc, cid)
 	if err != nil {
 		return err
 	}
-	var chain readmodel.Chain
-	if doc != nil && doc.Chain.Valid() {
-		chain = doc.Chain
-	}
-	usd := a.usd(chain)
 	if doc != nil && parts&(partDetail|partBrowse) != 0 {
-		if err := a.renderCollection(cid, doc, usd, parts); err != nil {
+		if err := a.renderCollection(cid, doc, parts); err != nil {
 			return err
 		}
 	}
 	if parts&(partListings|partFloor) != 0 {
-		if err := a.renderListings(cid, doc, usd, parts); err != nil {
+		if err := a.renderListings(cid, doc, parts); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// renderSales re-renders up to limit sale items of cid after position
-// after; it returns where to continue (nil at the end).
-func (a *applier) renderSales(cid string, after []byte, limit int) ([]byte, error) {
-	if err := a.loadRates(); err != nil {
-		return nil, err
-	}
-	return a.tx.RerenderSales(cid, after, limit, func(r *readmodel.SaleRow) []byte {
-		it, ok := readmodel.SaleItem(r, a.usd(r.Chain))
-		if !ok {
-			return nil
-		}
-		return readmodel.MarshalItem(it)
-	})
-}
-
-func (a *applier) renderCollection(cid string, doc *readmodel.CollectionDoc, usd *float64, parts int) error {
+func (a *applier) renderCollection(cid string, doc *readmodel.CollectionDoc, parts int) error {
 	if parts&partDetail != 0 {
-		in := readmodel.DetailInputs{Doc: doc, USD: usd}
+		in := readmodel.DetailInputs{Doc: doc}
 		var err error
 		if in.Stats, err = store.Get[readmodel.CollectionStats](a.tx, store.InStats, cid); err != nil {
 			return err
@@ -489,11 +398,11 @@ func (a *applier) renderCollection(cid string, doc *readmodel.CollectionDoc, usd
 			Chain:       validChain(doc.Chain),
 			HasContract: doc.ContractAddress != "",
 			Version:     a.ver(),
-			Detail:      readmodel.CollectionDetailJSON(in),
+			Detail:      tmpl(readmodel.CollectionDetailJSON(in)),
 		})
 	}
 	if parts&partBrowse != 0 {
-		item := readmodel.CollectionSummaryJSON(doc, usd)
+		item := tmpl(readmodel.CollectionSummaryJSON(doc, nil))
 		var entries []store.BrowseEntry
 		chains := []readmodel.Chain{""}
 		if c := validChain(doc.Chain); c != "" {
@@ -571,7 +480,7 @@ func (a *applier) snapshot(cid string, doc *readmodel.CollectionDoc) (readmodel.
 	return readmodel.MergeListings(in), nil
 }
 
-func (a *applier) renderListings(cid string, doc *readmodel.CollectionDoc, usd *float64, parts int) error {
+func (a *applier) renderListings(cid string, doc *readmodel.CollectionDoc, parts int) error {
 	snap, err := a.snapshot(cid, doc)
 	if err != nil {
 		return err
@@ -586,7 +495,7 @@ func (a *applier) renderListings(cid string, doc *readmodel.CollectionDoc, usd *
 		}
 		for i := range snap.Rows {
 			r := &snap.Rows[i]
-			it, ok := readmodel.ListingItem(r, a.usd(r.Chain), a.now)
+			it, ok := readmodel.ListingItem(r, nil, a.now)
 			if !ok {
 				continue
 			}
@@ -594,7 +503,7 @@ func (a *applier) renderListings(cid string, doc *readmodel.CollectionDoc, usd *
 			if r.ExpiresAt != nil {
 				exp = r.ExpiresAt.UnixMilli()
 			}
-			v.Items = append(v.Items, readmodel.MarshalItem(it))
+			v.Items = append(v.Items, tmpl(readmodel.MarshalItem(it)))
 			v.ExpiresAt = append(v.ExpiresAt, exp)
 		}
 		a.tx.PutListings(cid, v)
@@ -612,7 +521,6 @@ func (a *applier) renderListings(cid string, doc *readmodel.CollectionDoc, usd *
 		Chain:            doc.Chain,
 		SnapshotFloorRaw: doc.FloorRaw,
 		Snapshot:         snap,
-		USD:              usd,
 	}
 	if doc.RoyaltyBps != nil {
 		fin.RoyaltyBps = *doc.RoyaltyBps
@@ -643,9 +551,9 @@ func (a *applier) renderListings(cid string, doc *readmodel.CollectionDoc, usd *
 	}
 	a.tx.PutFloor(cid, readmodel.FloorView{
 		Version:       a.ver(),
-		Body:          res.Body,
+		Body:          tmplTimed(res.Body),
 		FallbackAfter: res.FallbackAfter,
-		Fallback:      res.Fallback,
+		Fallback:      tmplTimed(res.Fallback),
 	})
 	return nil
 }
@@ -699,9 +607,6 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 // renderToken re-renders the token view of key k from its document and
 // the native order book of its collection.
 func (a *applier) renderToken(k string) error {
-	if err := a.loadRates(); err != nil {
-		return err
-	}
 	ti, err := a.token(k)
 	if err != nil {
 		return err
@@ -711,7 +616,7 @@ func (a *applier) renderToken(k string) error {
 		return nil
 	}
 	d := &ti.Doc
-	in := readmodel.TokenInputs{Doc: d, ObservedAt: ti.ObservedAt, LiveAt: a.tokenNow, USD: a.usd(d.Chain)}
+	in := readmodel.TokenInputs{Doc: d, ObservedAt: ti.ObservedAt, LiveAt: a.tokenNow}
 	if d.Chain.IsEVM() {
 		ob, err := a.orderBook(d.CollectionID)
 		if err != nil {
@@ -733,6 +638,7 @@ func (a *applier) renderToken(k string) error {
 		}
 	}
 	v := readmodel.TokenJSON(in)
+	v.Body = tmplTimed(v.Body)
 	v.Version = a.ver()
 	a.tx.PutToken(k, v)
 	a.tx.SetTokenDeadline(k, readmodel.TokenDeadline(in))
@@ -768,43 +674,24 @@ func (a *applier) renderTokensOf(cid string, old *rowsInput, rows []readmodel.Li
 	return visit(rows)
 }
 
-// tokenKeys lists the token keys of every bucket of collection cid.
-func (a *applier) tokenKeys(cid string) ([]string, error) {
-	var keys []string
-	err := a.tx.EachInput(store.InTokenBucket, []string{cid}, func(_ string, raw []byte) error {
-		var ks []string
-		if err := jsonUnmarshal(raw, &ks); err != nil {
-			return err
-		}
-		keys = append(keys, ks...)
-		return nil
-	})
-	return keys, err
-}
-
 // --- sales ----------------------------------------------------------------
 
 func (a *applier) applySales(msg *readmodel.Message) error {
-	if err := a.loadRates(); err != nil {
-		return err
-	}
 	for i := range msg.Sales {
 		r := msg.Sales[i]
 		if r.CollectionID == "" {
 			r.CollectionID = msg.CollectionID
 		}
-		it, ok := readmodel.SaleItem(&r, a.usd(r.Chain))
+		it, ok := readmodel.SaleItem(&r, nil)
 		if !ok {
 			continue // uninterpretable price: dropped at projection
 		}
-		if _, err := a.tx.AddSale(msg.CollectionID, &r, readmodel.MarshalItem(it)); err != nil {
+		if _, err := a.tx.AddSale(msg.CollectionID, &r, tmpl(readmodel.MarshalItem(it))); err != nil {
 			return err
 		}
 	}
 	return nil
 }
-
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
 // cheaper reports whether a's ask is below b's (exact; uninterpretable
 // prices never win).

@@ -96,9 +96,17 @@ func (e *env) run(msgs ...*readmodel.Message) {
 	e.apply()
 }
 
+// jsonMap decodes a prepared body with its USD slots filled as null (no
+// quote); jsonMapQ fills them from q.
 func jsonMap(t testing.TB, b []byte) map[string]any {
 	t.Helper()
+	return jsonMapQ(t, b, nil)
+}
+
+func jsonMapQ(t testing.TB, b []byte, q *readmodel.USDQuote) map[string]any {
+	t.Helper()
 	var m map[string]any
+	b = readmodel.AppendUSD(nil, b, q)
 	require.NoError(t, json.Unmarshal(b, &m), "%s", b)
 	return m
 }

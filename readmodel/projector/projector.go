@@ -18,9 +18,11 @@
 // (readmodel/project.go); this package decides what to re-render when an
 // input changes: a collection's detail, browse entries, listing snapshot
 // and floor; token views when their document or the order book changes;
-// everything in a currency when its USD rate changes (a re-render job,
-// batched and resumable); and, by the injected clock, snapshots and token
-// views whose rows expired or whose failing source's rows aged out.
+// every collection's views when a source-wide status changes (a re-render
+// job, batched and resumable); and, by the injected clock, snapshots and
+// token views whose rows expired or whose failing source's rows aged out.
+// No view depends on the USD rates: prepared bodies carry USD slots, and a
+// rates change only replaces the store's quote (readmodel/usd.go).
 package projector
 
 import (
@@ -51,7 +53,7 @@ type Options struct {
 	// whose deadline passed. 0 means 5 seconds.
 	SweepInterval time.Duration
 	// RerenderBatch is how many collections one transaction of a full
-	// re-render covers. 0 means 8.
+	// re-render (after a source-wide status) covers. 0 means 16.
 	RerenderBatch int
 }
 
@@ -100,7 +102,7 @@ func New(js jetstream.JetStream, st *store.Store, opts Options, log zerolog.Logg
 		opts.SweepInterval = 5 * time.Second
 	}
 	if opts.RerenderBatch <= 0 {
-		opts.RerenderBatch = 8
+		opts.RerenderBatch = 16
 	}
 	return &Projector{js: js, st: st, opts: opts, log: log.With().Str("component", "projector").Logger(), changed: make(chan struct{})}
 }
@@ -551,98 +553,40 @@ func (p *Projector) runJob(ctx context.Context) error {
 	return p.runJobLocked(ctx)
 }
 
-// jobChunk bounds the tokens or sales one transaction of a re-render job
-// covers, so a large collection never outgrows a Badger transaction.
-const jobChunk = 1000
-
-// runJobLocked processes a pending full re-render to completion: per
-// collection, one transaction for its collection views, listing snapshot
-// and floor, then its tokens and (when USD changed) its sales in chunks,
-// then the job's progress marker. A crash resumes at the first collection
-// not marked done (re-rendering is idempotent).
+// runJobLocked processes a pending re-render to completion: one
+// transaction per RerenderBatch collections (their detail, browse entries,
+// listing snapshot and floor) that also records the job's progress. A
+// crash resumes after the last batch committed (re-rendering is
+// idempotent).
 func (p *Projector) runJobLocked(ctx context.Context) error {
 	for {
-		var j *job
-		var ids []string
-		err := p.st.View(ctx, func(tx *store.Tx) error {
-			var err error
-			if j, err = store.Get[job](tx, store.InJob, jobName); err != nil || j == nil {
+		done := false
+		err := p.st.Update(ctx, func(tx *store.Tx) error {
+			j, err := store.Get[job](tx, store.InJob, jobName)
+			if err != nil || j == nil {
+				done = true
 				return err
 			}
-			ids, err = tx.Collections(j.After, p.opts.RerenderBatch)
-			return err
-		})
-		if err != nil || j == nil {
-			return err
-		}
-		for _, cid := range ids {
-			if err := p.rerender(ctx, j, cid); err != nil {
+			ids, err := tx.Collections(j.After, p.opts.RerenderBatch)
+			if err != nil {
 				return err
 			}
-		}
-		err = p.st.Update(ctx, func(tx *store.Tx) error {
+			a := &applier{tx: tx, now: p.opts.Now(), retention: p.opts.RowRetention}
+			for _, cid := range ids {
+				if err := a.render(cid, partDetail|partBrowse|partListings|partFloor); err != nil {
+					return err
+				}
+			}
 			if len(ids) < p.opts.RerenderBatch {
 				tx.Delete(store.InJob, jobName)
+				done = true
 				return nil
 			}
 			j.After = ids[len(ids)-1]
 			tx.Put(store.InJob, j, jobName)
 			return nil
 		})
-		if err != nil {
-			return err
-		}
-	}
-}
-
-// rerender re-renders everything of collection cid that job j concerns.
-func (p *Projector) rerender(ctx context.Context, j *job, cid string) error {
-	newApplier := func(tx *store.Tx) *applier {
-		return &applier{tx: tx, now: p.opts.Now(), retention: p.opts.RowRetention}
-	}
-	var keys []string
-	covered := false
-	err := p.st.Update(ctx, func(tx *store.Tx) error {
-		a := newApplier(tx)
-		var err error
-		if covered, err = a.covers(j, cid); err != nil || !covered {
-			return err
-		}
-		if keys, err = a.tokenKeys(cid); err != nil {
-			return err
-		}
-		return a.render(cid, partDetail|partBrowse|partListings|partFloor)
-	})
-	if err != nil || !covered {
-		return err
-	}
-	for len(keys) > 0 {
-		chunk := keys[:min(jobChunk, len(keys))]
-		keys = keys[len(chunk):]
-		err := p.st.Update(ctx, func(tx *store.Tx) error {
-			a := newApplier(tx)
-			for _, k := range chunk {
-				if err := a.renderToken(k); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-	}
-	if !j.Sales {
-		return nil
-	}
-	var after []byte
-	for {
-		err := p.st.Update(ctx, func(tx *store.Tx) error {
-			var err error
-			after, err = newApplier(tx).renderSales(cid, after, jobChunk)
-			return err
-		})
-		if err != nil || after == nil {
+		if err != nil || done {
 			return err
 		}
 	}

@@ -39,7 +39,7 @@ var (
 	pRegistry      = []byte("i/c/")
 	pTokenDoc      = []byte("i/td/")
 	pTokenBucket   = []byte("i/tb/")
-	pSaleRow       = []byte("i/s/")
+	_              = []byte("i/s/") // sale rows, read only by USD re-renders (gone): do not reuse
 	pSaleKey       = []byte("i/sk/")
 	pBrowseBack    = []byte("i/bk/")
 	pDeadline      = []byte("i/dl/")
@@ -47,6 +47,7 @@ var (
 
 	pPosition       = []byte("m/p/")
 	kVersion        = []byte("m/v")
+	kSchema         = []byte("m/schema")
 	pDeadlines      = []byte("m/x/")
 	pTokenDeadlines = []byte("m/y/")
 	pJob            = []byte("m/j/")

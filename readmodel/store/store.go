@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -59,6 +60,7 @@ type Store struct {
 	dir   string
 	opts  Options
 	cache *cache
+	quote atomic.Pointer[readmodel.USDQuote] // nil until first loaded or committed
 }
 
 // MaxIDLength is the longest {id} that can resolve (SPEC §4).
@@ -108,7 +110,47 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, readmodel.Wrap(readmodel.Internal, err, "open badger in "+dir)
 	}
-	return &Store{db: db, dir: dir, opts: opts, cache: newCache(opts.CacheEntries, opts.CacheBytes)}, nil
+	s := &Store{db: db, dir: dir, opts: opts, cache: newCache(opts.CacheEntries, opts.CacheBytes)}
+	if err := s.checkSchema(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Schema is the layout of the stored views and inputs. A store written
+// with another schema (or before schemas were recorded) is emptied at
+// Open: the projector then rebuilds it from the start of the streams.
+// Bump it whenever stored bytes change meaning.
+//
+//	2: bodies carry USD slots (readmodel.TemplateUSD) instead of usd values
+const Schema = "2"
+
+func (s *Store) checkSchema() error {
+	cur, ok, err := s.get(kSchema)
+	if err != nil {
+		return err
+	}
+	if ok && string(cur) == Schema {
+		return nil
+	}
+	empty := true
+	err = s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{})
+		defer it.Close()
+		it.Rewind()
+		empty = !it.Valid()
+		return nil
+	})
+	if err != nil {
+		return internal(err, "check schema")
+	}
+	if !empty {
+		if err := s.db.DropAll(); err != nil {
+			return internal(err, "drop views of an older schema")
+		}
+	}
+	return internal(s.db.Update(func(txn *badger.Txn) error { return txn.Set(kSchema, []byte(Schema)) }), "record schema")
 }
 
 // RecoverSwap completes or cleans up an interrupted replay swap around dir:
@@ -154,7 +196,11 @@ func (s *Store) Reset(ctx context.Context) error {
 	if err := s.db.DropAll(); err != nil {
 		return readmodel.Wrap(readmodel.Internal, err, "reset store")
 	}
+	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(kSchema, []byte(Schema)) }); err != nil {
+		return readmodel.Wrap(readmodel.Internal, err, "reset store")
+	}
 	s.cache.reset()
+	s.quote.Store(nil)
 	return nil
 }
 
@@ -559,6 +605,7 @@ func (s *Store) CopyTo(ctx context.Context, dst *Store) error {
 		}
 		return wb.Flush()
 	})
+	dst.quote.Store(nil)
 	return internal(err, "copy store")
 }
 

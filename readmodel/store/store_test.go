@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dgraph-io/badger/v4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -133,4 +134,51 @@ func TestCacheStaysWithinItsByteBound(t *testing.T) {
 	c.put("too-big", readmodel.CollectionView{Detail: make([]byte, 64<<10)}, c.gen)
 	_, _, ok := c.get("too-big")
 	assert.False(t, ok, "an entry above a sixteenth of the bound is not cached")
+}
+
+// TestOpenRebuildsAnOlderSchema: a store written with another schema (or
+// before schemas were recorded) opens empty, so the projector rebuilds it
+// from the streams; one of the current schema keeps its views.
+func TestOpenRebuildsAnOlderSchema(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name   string
+		schema []byte // nil: no schema key at all
+		kept   bool
+	}{
+		{"current schema keeps its views", []byte(Schema), true},
+		{"older schema is emptied", []byte("1"), false},
+		{"store from before schemas is emptied", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s, err := Open(ctx, dir, Options{})
+			require.NoError(t, err)
+			require.NoError(t, s.Update(ctx, func(tx *Tx) error {
+				tx.PutCollection(readmodel.CollectionView{ID: "c1", Version: 1, Detail: []byte(`{}`)})
+				return nil
+			}))
+			if tt.schema == nil {
+				require.NoError(t, s.db.Update(func(txn *badger.Txn) error { return txn.Delete(kSchema) }))
+			} else {
+				require.NoError(t, s.db.Update(func(txn *badger.Txn) error { return txn.Set(kSchema, tt.schema) }))
+			}
+			require.NoError(t, s.Close(ctx))
+
+			s, err = Open(ctx, dir, Options{})
+			require.NoError(t, err)
+			defer s.Close(ctx)
+			_, err = s.Collection(ctx, "c1")
+			if tt.kept {
+				assert.NoError(t, err)
+			} else {
+				assert.Equal(t, readmodel.NotFound, readmodel.ErrorCode(err))
+			}
+			cur, ok, err := s.get(kSchema)
+			require.NoError(t, err)
+			assert.True(t, ok)
+			assert.Equal(t, Schema, string(cur))
+		})
+	}
 }

@@ -25,6 +25,7 @@ type Tx struct {
 	aliases bool
 	browse  bool
 	sales   []string
+	quote   *readmodel.USDQuote // set by PutQuote: served after the commit
 	err     error
 }
 
@@ -49,6 +50,9 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 		return internal(err, "commit")
 	}
 	s.cache.invalidate(tx.touched, tx.aliases, tx.browse, tx.sales)
+	if tx.quote != nil {
+		s.quote.Store(tx.quote)
+	}
 	return nil
 }
 
@@ -452,44 +456,9 @@ func (t *Tx) AddSale(cid string, row *readmodel.SaleRow, item []byte) (bool, err
 		return false, nil
 	}
 	t.set(dk, suf)
-	t.putJSON(key(pSaleRow, cid, string(suf)), row)
 	t.set(key(pSale, cid, string(suf)), plain(item))
 	t.sales = append(t.sales, cid)
 	return true, t.err
-}
-
-// RerenderSales calls render for up to limit stored sales of cid after
-// position after (nil = from the newest) and replaces each item by the
-// result (nil keeps the old item). It returns the position to continue
-// from, nil when it reached the end: callers commit between chunks to keep
-// transactions small.
-func (t *Tx) RerenderSales(cid string, after []byte, limit int, render func(*readmodel.SaleRow) []byte) ([]byte, error) {
-	prefix := key(pSaleRow, cid, "")
-	it := t.txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 128})
-	defer it.Close()
-	start := append(append([]byte(nil), prefix...), after...)
-	n := 0
-	for it.Seek(start); it.ValidForPrefix(prefix); it.Next() {
-		suf := append([]byte(nil), it.Item().Key()[len(prefix):]...)
-		if after != nil && bytes.Equal(suf, after) {
-			continue
-		}
-		if n == limit {
-			t.sales = append(t.sales, cid)
-			return after, t.err
-		}
-		var row readmodel.SaleRow
-		if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &row) }); err != nil {
-			return nil, err
-		}
-		if item := render(&row); item != nil {
-			t.viewIfChanged(key(pSale, cid, string(suf)), plain(item))
-		}
-		after = suf
-		n++
-	}
-	t.sales = append(t.sales, cid)
-	return nil, t.err
 }
 
 // SetDeadline records when cid's listing snapshot next changes by the clock

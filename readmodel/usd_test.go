@@ -1,0 +1,99 @@
+package readmodel
+
+import (
+	"encoding/json"
+	"math/big"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A templated body filled with a quote must read exactly like the body
+// rendered with that rate baked in: the same bytes encoding/json writes.
+func TestTemplateUSDMatchesBakedRate(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	chains := []Chain{Solana, Ethereum, Polygon, Base, Ink, ApeChain, Abstract, Robinhood}
+	rates := []float64{1, 0.5, 3123.456789, 187.21, 1e-9, 123456789.123, 2.5e21}
+	for n := 0; n < 5000; n++ {
+		c := chains[rng.IntN(len(chains))]
+		raw := new(big.Int).SetUint64(rng.Uint64() >> rng.IntN(64))
+		raw.Mul(raw, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(rng.IntN(20))), nil))
+		rate := rates[rng.IntN(len(rates))] * (1 + rng.Float64())
+		item := struct {
+			Name  string `json:"name"`
+			Price Price  `json:"price"`
+			Floor *Price `json:"floor"`
+		}{Name: `x,"usd":null`, Price: NewPrice(c, raw, nil)}
+		baked := item
+		baked.Price = NewPrice(c, raw, &rate)
+		if n%3 == 0 {
+			fp := NewPrice(c, new(big.Int).Add(raw, big.NewInt(1)), nil)
+			item.Floor = &fp
+			bp := NewPrice(c, new(big.Int).Add(raw, big.NewInt(1)), &rate)
+			baked.Floor = &bp
+		}
+		tmpl := TemplateUSD(MarshalItem(item))
+		want := MarshalItem(baked)
+		q := NewUSDQuote(USDRates{c.Currency(): rate}, true)
+		require.Equal(t, string(want), string(AppendUSD(nil, tmpl, q)), "chain %s raw %s rate %v", c, raw, rate)
+		// Feed down: every usd is null again.
+		assert.Equal(t, string(MarshalItem(item)), string(AppendUSD(nil, tmpl, NewUSDQuote(USDRates{c.Currency(): rate}, false))))
+		assert.Equal(t, string(MarshalItem(item)), string(AppendUSD(nil, tmpl, nil)))
+	}
+}
+
+func TestTemplateUSD(t *testing.T) {
+	eth := NewPrice(Ethereum, big.NewInt(1_500_000_000_000_000_000), nil)
+	pol := NewPrice(Polygon, big.NewInt(2_000_000_000_000_000_000), nil)
+	q := NewUSDQuote(USDRates{"ETH": 2000, "SOL": 150, "MATIC": 0.5}, true)
+	tests := []struct {
+		name  string
+		body  any
+		slots int
+		want  string
+	}{
+		{"feed currency gets a slot", map[string]any{"p": eth}, 1,
+			`{"p":{"raw":"1500000000000000000","decimal":1.5,"currency":"ETH","usd":3000}}`},
+		{"no-feed currency stays null", map[string]any{"p": pol}, 0,
+			`{"p":{"raw":"2000000000000000000","decimal":2,"currency":"MATIC","usd":null}}`},
+		{"a string that looks like a price is left alone", map[string]any{"s": `"decimal":1,"currency":"ETH","usd":null`}, 0,
+			`{"s":"\"decimal\":1,\"currency\":\"ETH\",\"usd\":null"}`},
+		{"a NUL in upstream text is escaped, never a slot", map[string]any{"s": "a\x00b", "p": eth}, 1,
+			`{"p":{"raw":"1500000000000000000","decimal":1.5,"currency":"ETH","usd":3000},"s":"a\u0000b"}`},
+		{"a map cannot forge the field order", map[string]any{"usd": nil, "currency": "ETH", "decimal": 1}, 0,
+			`{"currency":"ETH","decimal":1,"usd":null}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := json.Marshal(tt.body)
+			require.NoError(t, err)
+			tmpl := TemplateUSD(b)
+			assert.Equal(t, tt.slots, countSlots(tmpl))
+			assert.Equal(t, tt.want, string(AppendUSD(nil, tmpl, q)))
+			assert.Equal(t, string(tmpl), string(TemplateUSD(tmpl)), "templating twice changes nothing")
+		})
+	}
+}
+
+func countSlots(b []byte) int {
+	n := 0
+	for i := NextUSDSlot(b); i >= 0; i = NextUSDSlot(b) {
+		n++
+		b = b[i+USDSlotLen:]
+	}
+	return n
+}
+
+func TestUSDQuoteVersion(t *testing.T) {
+	a := NewUSDQuote(USDRates{"ETH": 2000, "SOL": 150}, true)
+	assert.Equal(t, a.Version, NewUSDQuote(USDRates{"SOL": 150, "ETH": 2000, "APE": 1}, true).Version, "only feed currencies count")
+	assert.NotEqual(t, a.Version, NewUSDQuote(USDRates{"ETH": 2000.01, "SOL": 150}, true).Version)
+	assert.NotEqual(t, a.Version, NewUSDQuote(USDRates{"ETH": 2000, "SOL": 150}, false).Version)
+	r, ok := a.Rate("SOL")
+	assert.True(t, ok)
+	assert.Equal(t, 150.0, r)
+	_, ok = NewUSDQuote(USDRates{"ETH": 2000}, true).Rate("SOL")
+	assert.False(t, ok)
+}
