@@ -1,6 +1,7 @@
 package projector
 
 import (
+	"reflect"
 	"sort"
 	"strconv"
 	"time"
@@ -279,7 +280,7 @@ func (a *applier) apply(msg *readmodel.Message) error {
 			return err
 		}
 		if msg.Source == readmodel.SourceOrderBook {
-			return a.renderTokensOf(cid, oldRows, msg.Listings)
+			return a.renderTokensOf(oldRows, &in)
 		}
 		return nil
 	case readmodel.KindStatus:
@@ -645,33 +646,52 @@ func (a *applier) renderToken(k string) error {
 	return nil
 }
 
-// renderTokensOf re-renders the token views whose native listing may have
-// changed between old and new order-book rows of cid.
-func (a *applier) renderTokensOf(cid string, old *rowsInput, rows []readmodel.ListingRow) error {
-	seen := map[string]bool{}
-	visit := func(rs []readmodel.ListingRow) error {
-		for i := range rs {
-			r := &rs[i]
-			if !r.Chain.IsEVM() {
-				continue
-			}
-			k := readmodel.TokenKey(r.Chain, r.ContractAddress, r.TokenID)
-			if seen[k] {
-				continue
-			}
-			seen[k] = true
-			if err := a.touchToken(k); err != nil {
-				return err
-			}
+// renderTokensOf re-renders the token views whose native listing changed
+// between the old and the current order-book rows of a collection: a token view shows
+// its cheapest live native row (renderToken), so a token whose winner is
+// the same row, unchanged, keeps its view. In a steady cycle most rows
+// are unchanged, so this touches few tokens instead of every listed one.
+func (a *applier) renderTokensOf(old, cur *rowsInput) error {
+	before := nativeWinners(old)
+	after := nativeWinners(cur)
+	keys := make([]string, 0, len(before)+len(after))
+	for k, r := range after {
+		if o, ok := before[k]; !ok || !reflect.DeepEqual(*o, *r) {
+			keys = append(keys, k)
 		}
-		return nil
 	}
-	if old != nil {
-		if err := visit(old.Rows); err != nil {
+	for k := range before {
+		if _, ok := after[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := a.touchToken(k); err != nil {
 			return err
 		}
 	}
-	return visit(rows)
+	return nil
+}
+
+// nativeWinners maps each EVM token key of in's rows to its cheapest
+// native row live at in.ObservedAt: what renderToken would show.
+func nativeWinners(in *rowsInput) map[string]*readmodel.ListingRow {
+	if in == nil {
+		return nil
+	}
+	m := map[string]*readmodel.ListingRow{}
+	for i := range in.Rows {
+		r := &in.Rows[i]
+		if !r.Chain.IsEVM() || !r.Native() || !r.Live(in.ObservedAt) {
+			continue
+		}
+		k := readmodel.TokenKey(r.Chain, r.ContractAddress, r.TokenID)
+		if cur, ok := m[k]; !ok || cheaper(r, cur) {
+			m[k] = r
+		}
+	}
+	return m
 }
 
 // --- sales ----------------------------------------------------------------

@@ -251,6 +251,56 @@ func TestTokenFollowsOrderBookAndBuckets(t *testing.T) {
 	assert.Equal(t, readmodel.NotFound, readmodel.ErrorCode(err), "a token dropped from its bucket is gone")
 }
 
+// TestOrderBookTouchesOnlyChangedTokens: after an order-book message every
+// token view shows its current cheapest live native listing (new,
+// repriced, gone), and a token whose listing is unchanged keeps its view
+// and version. Which tokens get rendered at all is TestRenderTokensOf.
+func TestOrderBookTouchesOnlyChangedTokens(t *testing.T) {
+	e := mustEnv(t)
+	ctx := context.Background()
+	var docs []readmodel.TokenDoc
+	for _, id := range []string{"1", "2", "3", "4", "5"} {
+		docs = append(docs, readmodel.TokenDoc{Chain: readmodel.Ethereum, ContractAddress: contract, TokenID: id, CollectionID: cid, OwnerAddress: "0xholder"})
+	}
+	e.run(docMsg(evmDoc(cid, readmodel.Ethereum, contract)),
+		&readmodel.Message{Kind: readmodel.KindTokens, CollectionID: cid, Bucket: 1, Tokens: docs},
+		listingsMsg(readmodel.SourceOrderBook, cid,
+			evmRow(cid, contract, "1", "100", "NATIVE", "a1"),
+			evmRow(cid, contract, "2", "200", "NATIVE", "a2"),
+			evmRow(cid, contract, "3", "300", "NATIVE", "a3"),
+			evmRow(cid, contract, "4", "400", "opensea", "x4")))
+	version := func(id string) uint64 {
+		v, err := e.st.Token(ctx, readmodel.Ethereum, contract, id)
+		require.NoError(t, err)
+		return v.Version
+	}
+	was := map[string]uint64{}
+	for _, id := range []string{"1", "2", "3", "4", "5"} {
+		was[id] = version(id)
+	}
+	e.run(listingsMsg(readmodel.SourceOrderBook, cid,
+		evmRow(cid, contract, "1", "100", "NATIVE", "a1"),  // unchanged
+		evmRow(cid, contract, "1", "150", "NATIVE", "b1"),  // dearer second listing: not shown
+		evmRow(cid, contract, "2", "250", "NATIVE", "a2"),  // repriced
+		evmRow(cid, contract, "4", "450", "opensea", "x4"), // not native: not a token view input
+		evmRow(cid, contract, "5", "500", "NATIVE", "a5"))) // new; token 3 lost its listing
+	tests := []struct {
+		id      string
+		changed bool
+	}{
+		{"1", false}, {"2", true}, {"3", true}, {"4", false}, {"5", true},
+	}
+	for _, tt := range tests {
+		t.Run("token "+tt.id, func(t *testing.T) {
+			assert.Equal(t, tt.changed, version(tt.id) != was[tt.id])
+		})
+	}
+	v, err := e.st.Token(ctx, readmodel.Ethereum, contract, "3")
+	require.NoError(t, err)
+	assert.Nil(t, jsonMap(t, v.Body.Head)["listing"], "token 3's listing is gone from its view")
+
+}
+
 func TestUSD(t *testing.T) {
 	ctx := context.Background()
 	e := mustEnv(t)
