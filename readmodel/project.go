@@ -13,20 +13,6 @@ import (
 // and no storage; every input is a parameter. They are safe for concurrent
 // use.
 
-// USDRate returns the USD price of one whole unit of c's currency, or nil
-// when it is unknown: the rates have no entry for it, the price feed's
-// latest poll failed, or c has no feed (Polygon, ApeChain).
-func USDRate(rates USDRates, feedOK bool, c Chain) *float64 {
-	if !feedOK || !c.HasUSDFeed() || rates == nil {
-		return nil
-	}
-	r, ok := rates[c.Currency()]
-	if !ok {
-		return nil
-	}
-	return &r
-}
-
 // PriceOf builds the Price of raw base units on c. ok is false when raw
 // cannot be interpreted (then the value must be dropped, never served).
 func PriceOf(c Chain, raw string, usd *float64) (p Price, ok bool) {

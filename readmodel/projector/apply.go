@@ -1,6 +1,8 @@
 package projector
 
 import (
+	"encoding/json"
+	"hash/fnv"
 	"reflect"
 	"sort"
 	"strconv"
@@ -587,6 +589,16 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 		ti := &tokenInput{ObservedAt: msg.ObservedAt, Doc: d}
 		a.tx.Put(store.InTokenDoc, ti, k)
 		a.putTokenMemo(k, ti)
+		// A bucket is republished when any of its tokens changed; a token
+		// whose document is unchanged keeps its view (what depends on the
+		// clock, its listing's expiry, is the sweep's: TokenDeadline).
+		same, err := a.sameTokenDoc(k, &d)
+		if err != nil {
+			return err
+		}
+		if same {
+			continue
+		}
 		if err := a.touchToken(k); err != nil {
 			return err
 		}
@@ -595,6 +607,7 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 		for _, k := range *old {
 			if !keep[k] {
 				a.tx.Delete(store.InTokenDoc, k)
+				a.tx.Delete(store.InTokenHash, k)
 				a.tx.SetTokenDeadline(k, time.Time{})
 				a.putTokenMemo(k, nil)
 				a.tx.DeleteToken(k)
@@ -603,6 +616,27 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 	}
 	a.tx.Put(store.InTokenBucket, keys, cid, bucket)
 	return nil
+}
+
+// sameTokenDoc reports whether token k's stored document hash equals d's,
+// and records d's.
+func (a *applier) sameTokenDoc(k string, d *readmodel.TokenDoc) (bool, error) {
+	b, err := json.Marshal(d)
+	if err != nil {
+		return false, err
+	}
+	h := fnv.New64a()
+	_, _ = h.Write(b)
+	sum := h.Sum64()
+	old, err := store.Get[uint64](a.tx, store.InTokenHash, k)
+	if err != nil {
+		return false, err
+	}
+	if old != nil && *old == sum {
+		return true, nil
+	}
+	a.tx.Put(store.InTokenHash, sum, k)
+	return false, nil
 }
 
 // renderToken re-renders the token view of key k from its document and

@@ -1,6 +1,7 @@
 package projector
 
 import (
+	"context"
 	"sort"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/store"
 )
 
 // TestRenderTokensOf: an order-book change renders exactly the tokens
@@ -56,4 +58,55 @@ func TestRenderTokensOf(t *testing.T) {
 			assert.Equal(t, want, got)
 		})
 	}
+}
+
+// TestUnchangedTokenDocsAreNotRendered: a bucket is republished whenever
+// one of its tokens changed; only tokens whose document changed are
+// rendered again.
+func TestUnchangedTokenDocsAreNotRendered(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, t.TempDir(), store.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close(ctx) })
+	t0 := time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)
+	doc := func(id, owner string) readmodel.TokenDoc {
+		return readmodel.TokenDoc{Chain: readmodel.Ethereum, ContractAddress: "0xc0", TokenID: id, CollectionID: "ethereum_0xc0", OwnerAddress: owner}
+	}
+	bucket := func(at time.Time, docs ...readmodel.TokenDoc) *readmodel.Message {
+		return &readmodel.Message{Kind: readmodel.KindTokens, CollectionID: "ethereum_0xc0", Bucket: 1, ObservedAt: at, Tokens: docs}
+	}
+	rendered := func(msg *readmodel.Message) []string {
+		var got []string
+		require.NoError(t, st.Update(ctx, func(tx *store.Tx) error {
+			a := &applier{tx: tx, now: msg.ObservedAt, deferred: true}
+			if err := a.apply(msg); err != nil {
+				return err
+			}
+			for k := range a.dirtyTok {
+				got = append(got, k)
+			}
+			return a.flush()
+		}))
+		sort.Strings(got)
+		return got
+	}
+	key := func(id string) string { return readmodel.TokenKey(readmodel.Ethereum, "0xc0", id) }
+	tests := []struct {
+		name string
+		msg  *readmodel.Message
+		want []string
+	}{
+		{"first bucket: every token", bucket(t0, doc("1", "0xa"), doc("2", "0xb"), doc("3", "0xc")), []string{key("1"), key("2"), key("3")}},
+		{"republished, one owner changed", bucket(t0.Add(2*time.Minute), doc("1", "0xa"), doc("2", "0xz"), doc("3", "0xc")), []string{key("2")}},
+		{"republished unchanged", bucket(t0.Add(4*time.Minute), doc("1", "0xa"), doc("2", "0xz"), doc("3", "0xc")), nil},
+		{"token 3 dropped", bucket(t0.Add(6*time.Minute), doc("1", "0xa"), doc("2", "0xz")), nil},
+		{"token 3 re-added: rendered again", bucket(t0.Add(8*time.Minute), doc("1", "0xa"), doc("2", "0xz"), doc("3", "0xc")), []string{key("3")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, rendered(tt.msg))
+		})
+	}
+	_, err = st.Token(ctx, readmodel.Ethereum, "0xc0", "3")
+	assert.NoError(t, err, "the re-added token has a view")
 }

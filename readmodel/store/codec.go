@@ -39,6 +39,7 @@ var (
 	pRegistry      = []byte("i/c/")
 	pTokenDoc      = []byte("i/td/")
 	pTokenBucket   = []byte("i/tb/")
+	pTokenHash     = []byte("i/th/")
 	_              = []byte("i/s/") // sale rows, read only by USD re-renders (gone): do not reuse
 	pSaleKey       = []byte("i/sk/")
 	pBrowseBack    = []byte("i/bk/")

@@ -220,6 +220,7 @@ const (
 	InTokenDoc                     // (token key) token document
 	InTokenBucket                  // (cid, bucket) token keys of a bucket
 	InJob                          // (name) node-local job state
+	InTokenHash                    // (token key) hash of the token document its view was rendered from
 )
 
 func inputKey(kind InputKind, parts []string) []byte {
@@ -244,6 +245,8 @@ func inputKey(kind InputKind, parts []string) []byte {
 		return key(pTokenBucket, parts...)
 	case InJob:
 		return key(pJob, parts...)
+	case InTokenHash:
+		return key(pTokenHash, parts...)
 	}
 	return key([]byte("i/?/"), parts...)
 }
