@@ -115,4 +115,7 @@ func registerStoreMetrics(reg *prometheus.Registry, st *store.Store) {
 	gauge("marketd_views_value_log_bytes", "Bytes of the views' Badger value log on disk.", func(s store.Sizes) float64 { return float64(s.ValueLogBytes) })
 	gauge("marketd_views_cache_entries", "Views, pages and resolved ids held in the in-memory cache.", func(s store.Sizes) float64 { return float64(s.CacheEntries) })
 	gauge("marketd_views_cache_bytes", "Approximate bytes of the in-memory view cache.", func(s store.Sizes) float64 { return float64(s.CacheBytes) })
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "marketd_views_value_log_gc_rewrites_total",
+		Help: "Value-log files rewritten to reclaim the space of superseded views."},
+		func() float64 { return float64(st.Sizes().GCRewrites) }))
 }

@@ -6,6 +6,7 @@ type Sizes struct {
 	ValueLogBytes int64 // Badger's value log on disk
 	CacheEntries  int   // views, pages and resolved ids held in memory
 	CacheBytes    int64 // approximate bytes of the in-memory cache
+	GCRewrites    int64 // value-log files rewritten by garbage collection so far
 }
 
 // Sizes returns the current sizes; it is cheap (no scan) and safe for
@@ -13,5 +14,5 @@ type Sizes struct {
 func (s *Store) Sizes() Sizes {
 	lsm, vlog := s.db.Size()
 	entries, bytes := s.cache.stats()
-	return Sizes{LSMBytes: lsm, ValueLogBytes: vlog, CacheEntries: entries, CacheBytes: bytes}
+	return Sizes{LSMBytes: lsm, ValueLogBytes: vlog, CacheEntries: entries, CacheBytes: bytes, GCRewrites: s.gcRuns.Load()}
 }
