@@ -570,6 +570,16 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 	if err != nil {
 		return err
 	}
+	known := map[string]bool{}
+	if old != nil {
+		for _, k := range *old {
+			known[k] = true
+		}
+	}
+	observed, err := json.Marshal(msg.ObservedAt)
+	if err != nil {
+		return err
+	}
 	keep := make(map[string]bool, len(msg.Tokens))
 	keys := make([]string, 0, len(msg.Tokens))
 	for i := range msg.Tokens {
@@ -587,12 +597,21 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 		keep[k] = true
 		keys = append(keys, k)
 		ti := &tokenInput{ObservedAt: msg.ObservedAt, Doc: d}
-		a.tx.Put(store.InTokenDoc, ti, k)
+		doc, err := json.Marshal(&ti.Doc)
+		if err != nil {
+			return err
+		}
+		// The stored input is tokenInput's JSON, built around the one
+		// encoding of the document that also gives its hash.
+		raw := make([]byte, 0, len(doc)+len(observed)+24)
+		raw = append(append(append(append(raw, `{"observedAt":`...), observed...), `,"doc":`...), doc...)
+		a.tx.PutRaw(store.InTokenDoc, append(raw, '}'), k)
 		a.putTokenMemo(k, ti)
 		// A bucket is republished when any of its tokens changed; a token
 		// whose document is unchanged keeps its view (what depends on the
-		// clock, its listing's expiry, is the sweep's: TokenDeadline).
-		same, err := a.sameTokenDoc(k, &d)
+		// clock, its listing's expiry, is the sweep's: TokenDeadline). A
+		// token new to the bucket has no stored hash to compare.
+		same, err := a.sameTokenDoc(k, doc, known[k])
 		if err != nil {
 			return err
 		}
@@ -608,7 +627,6 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 			if !keep[k] {
 				a.tx.Delete(store.InTokenDoc, k)
 				a.tx.Delete(store.InTokenHash, k)
-				a.tx.SetTokenDeadline(k, time.Time{})
 				a.putTokenMemo(k, nil)
 				a.tx.DeleteToken(k)
 			}
@@ -618,22 +636,21 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 	return nil
 }
 
-// sameTokenDoc reports whether token k's stored document hash equals d's,
-// and records d's.
-func (a *applier) sameTokenDoc(k string, d *readmodel.TokenDoc) (bool, error) {
-	b, err := json.Marshal(d)
-	if err != nil {
-		return false, err
-	}
+// sameTokenDoc reports whether token k's stored document hash equals that
+// of doc (its JSON), and records doc's; known false (k is new to its
+// bucket) skips the read.
+func (a *applier) sameTokenDoc(k string, doc []byte, known bool) (bool, error) {
 	h := fnv.New64a()
-	_, _ = h.Write(b)
+	_, _ = h.Write(doc)
 	sum := h.Sum64()
-	old, err := store.Get[uint64](a.tx, store.InTokenHash, k)
-	if err != nil {
-		return false, err
-	}
-	if old != nil && *old == sum {
-		return true, nil
+	if known {
+		old, err := store.Get[uint64](a.tx, store.InTokenHash, k)
+		if err != nil {
+			return false, err
+		}
+		if old != nil && *old == sum {
+			return true, nil
+		}
 	}
 	a.tx.Put(store.InTokenHash, sum, k)
 	return false, nil
@@ -647,8 +664,12 @@ func (a *applier) renderToken(k string) error {
 		return err
 	}
 	if ti == nil {
-		a.tx.SetTokenDeadline(k, time.Time{})
-		return nil
+		if !a.tokenNow.IsZero() {
+			// A sweep found a due token without a document: drop what is
+			// left of it, so the deadline index always moves on.
+			a.tx.DeleteToken(k)
+		}
+		return nil // no document, no view (applyTokens deleted it)
 	}
 	d := &ti.Doc
 	in := readmodel.TokenInputs{Doc: d, ObservedAt: ti.ObservedAt, LiveAt: a.tokenNow}
@@ -675,8 +696,7 @@ func (a *applier) renderToken(k string) error {
 	v := readmodel.TokenJSON(in)
 	v.Body = tmplTimed(v.Body)
 	v.Version = a.ver()
-	a.tx.PutToken(k, v)
-	a.tx.SetTokenDeadline(k, readmodel.TokenDeadline(in))
+	a.tx.PutToken(k, v, readmodel.TokenDeadline(in))
 	return nil
 }
 

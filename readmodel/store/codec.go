@@ -28,23 +28,23 @@ var (
 
 	pOldListings = []byte("o/l/")
 
-	pInput         = []byte("i/")
-	pDoc           = []byte("i/d/")
-	pStats         = []byte("i/st/")
-	pAnalytics     = []byte("i/an/")
-	pRows          = []byte("i/l/")
-	pStatus        = []byte("i/p/")
-	kRates         = []byte("i/r")
-	pLastGood      = []byte("i/g/")
-	pRegistry      = []byte("i/c/")
-	pTokenDoc      = []byte("i/td/")
-	pTokenBucket   = []byte("i/tb/")
-	pTokenHash     = []byte("i/th/")
-	_              = []byte("i/s/") // sale rows, read only by USD re-renders (gone): do not reuse
-	pSaleKey       = []byte("i/sk/")
-	pBrowseBack    = []byte("i/bk/")
-	pDeadline      = []byte("i/dl/")
-	pTokenDeadline = []byte("i/dt/")
+	pInput       = []byte("i/")
+	pDoc         = []byte("i/d/")
+	pStats       = []byte("i/st/")
+	pAnalytics   = []byte("i/an/")
+	pRows        = []byte("i/l/")
+	pStatus      = []byte("i/p/")
+	kRates       = []byte("i/r")
+	pLastGood    = []byte("i/g/")
+	pRegistry    = []byte("i/c/")
+	pTokenDoc    = []byte("i/td/")
+	pTokenBucket = []byte("i/tb/")
+	pTokenHash   = []byte("i/th/")
+	_            = []byte("i/s/") // sale rows, read only by USD re-renders (gone): do not reuse
+	pSaleKey     = []byte("i/sk/")
+	pBrowseBack  = []byte("i/bk/")
+	pDeadline    = []byte("i/dl/")
+	_            = []byte("i/dt/") // token deadlines before schema 3 (now inside the token view): do not reuse
 
 	pPosition       = []byte("m/p/")
 	kVersion        = []byte("m/v")
@@ -249,10 +249,24 @@ func decodeListings(b []byte) (readmodel.ListingsView, bool) {
 	return v, !d.bad
 }
 
-func encodeToken(v readmodel.TokenView) []byte {
+// encodeToken stores a token view with its deadline (unix ms, 0 none): the
+// deadline index is kept in step from the old value PutToken reads anyway.
+func encodeToken(v readmodel.TokenView, deadline int64) []byte {
 	e := newEnc(v.Version)
 	e.timed(v.Body)
+	e.i(deadline)
 	return e.b
+}
+
+// tokenDeadline returns the deadline stored with an encoded token view.
+func tokenDeadline(b []byte) int64 {
+	d, _ := newDec(b)
+	d.timed()
+	dl := d.i()
+	if d.bad {
+		return 0
+	}
+	return dl
 }
 
 func decodeToken(b []byte) (readmodel.TokenView, bool) {

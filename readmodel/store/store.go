@@ -185,7 +185,8 @@ func (s *Store) CollectGarbage(stop <-chan struct{}) int {
 // Bump it whenever stored bytes change meaning.
 //
 //	2: bodies carry USD slots (readmodel.TemplateUSD) instead of usd values
-const Schema = "2"
+//	3: a token view's deadline is stored with it (no i/dt/ keys)
+const Schema = "3"
 
 func (s *Store) checkSchema() error {
 	cur, ok, err := s.get(kSchema)

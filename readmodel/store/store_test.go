@@ -41,9 +41,10 @@ func TestCodecsRoundTripAndRejectGarbage(t *testing.T) {
 	gotC, ok := decodeCollection("id", encodeCollection(cv))
 	require.True(t, ok)
 	assert.Equal(t, cv, gotC)
-	gotT, ok := decodeToken(encodeToken(tv))
+	gotT, ok := decodeToken(encodeToken(tv, 1234))
 	require.True(t, ok)
 	assert.Equal(t, tv, gotT)
+	assert.Equal(t, int64(1234), tokenDeadline(encodeToken(tv, 1234)))
 
 	garbage := map[string][]byte{
 		"empty":     nil,

@@ -203,6 +203,9 @@ func Get[T any](t *Tx, kind InputKind, parts ...string) (*T, error) {
 // Put stores v as the JSON input under (kind, parts).
 func (t *Tx) Put(kind InputKind, v any, parts ...string) { t.putJSON(inputKey(kind, parts), v) }
 
+// PutRaw stores an input already encoded as JSON (what Get decodes).
+func (t *Tx) PutRaw(kind InputKind, b []byte, parts ...string) { t.set(inputKey(kind, parts), b) }
+
 // Delete removes the input under (kind, parts).
 func (t *Tx) Delete(kind InputKind, parts ...string) { t.del(inputKey(kind, parts)) }
 
@@ -319,12 +322,54 @@ func (t *Tx) PutListings(cid string, v readmodel.ListingsView) {
 }
 
 // PutToken writes the token view under its token key.
-func (t *Tx) PutToken(tokenKey string, v readmodel.TokenView) {
-	t.viewIfChanged(key(pToken, tokenKey), encodeToken(v))
+// deadline is when the view next changes by the clock alone (its listing
+// expires; zero: never): DueTokens returns it from then on.
+func (t *Tx) PutToken(tokenKey string, v readmodel.TokenView, deadline time.Time) {
+	var ms int64
+	if !deadline.IsZero() {
+		ms = deadline.UnixMilli()
+	}
+	old, _ := t.viewIfChanged(key(pToken, tokenKey), encodeToken(v, ms))
+	var was int64
+	if old != nil {
+		was = tokenDeadline(old)
+	}
+	t.indexTokenDeadline(tokenKey, was, ms)
 }
 
 // DeleteToken removes a token view.
-func (t *Tx) DeleteToken(tokenKey string) { t.delView(key(pToken, tokenKey)) }
+func (t *Tx) DeleteToken(tokenKey string) {
+	k := key(pToken, tokenKey)
+	old, ok, err := t.getRaw(k)
+	if err != nil {
+		t.err = errors.Join(t.err, err)
+		return
+	}
+	if !ok {
+		return
+	}
+	t.indexTokenDeadline(tokenKey, tokenDeadline(old), 0)
+	t.delView(k)
+}
+
+// indexTokenDeadline moves token k's entry in the deadline index from was
+// to now (unix ms; 0: none).
+func (t *Tx) indexTokenDeadline(k string, was, now int64) {
+	if was == now {
+		return
+	}
+	entry := func(ms int64) []byte {
+		b := append([]byte(nil), pTokenDeadlines...)
+		b = binary.BigEndian.AppendUint64(b, uint64(ms))
+		return append(b, k...)
+	}
+	if was != 0 {
+		t.del(entry(was))
+	}
+	if now != 0 {
+		t.set(entry(now), nil)
+	}
+}
 
 // Alias kinds, in collision preference order.
 const (
@@ -467,12 +512,6 @@ func (t *Tx) AddSale(cid string, row *readmodel.SaleRow, item []byte) (bool, err
 // SetDeadline records when cid's listing snapshot next changes by the clock
 // alone (zero clears it).
 func (t *Tx) SetDeadline(cid string, at time.Time) { t.setDeadline(pDeadline, pDeadlines, cid, at) }
-
-// SetTokenDeadline records when token view k next changes by the clock
-// alone (its listing expires; zero clears it).
-func (t *Tx) SetTokenDeadline(k string, at time.Time) {
-	t.setDeadline(pTokenDeadline, pTokenDeadlines, k, at)
-}
 
 func (t *Tx) setDeadline(one, index []byte, id string, at time.Time) {
 	dk := key(one, id)
