@@ -34,7 +34,6 @@ func benchHarness(b *testing.B) *harness {
 	h := MustHarness(b, func(c *Config) { c.RateList, c.RateItem = 1<<30, 1<<30 })
 	h.r.putListings(testID, listingsView(2, 250, nil))
 	h.r.tokens["ethereum|"+testContract+"|1"] = tokenView(1)
-	h.r.templateAll() // bodies with USD slots, as the projector prepares them
 	return h
 }
 

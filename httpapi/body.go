@@ -17,41 +17,23 @@ func appendTime(resp *fasthttp.Response, now time.Time) {
 	resp.AppendBody(now.UTC().AppendFormat(b[:0], readmodel.TimeFormat))
 }
 
-// appendUSD appends prepared bytes b with their USD slots filled from q
-// (readmodel.TemplateUSD): the only per-request work on a prepared body,
-// a multiplication and a float format per price.
-func appendUSD(resp *fasthttp.Response, b []byte, q *readmodel.USDQuote) {
-	for {
-		i := readmodel.NextUSDSlot(b)
-		if i < 0 || len(b)-i < readmodel.USDSlotLen {
-			resp.AppendBody(b)
-			return
-		}
-		resp.AppendBody(b[:i])
-		var num [32]byte
-		resp.AppendBody(q.AppendSlot(num[:0], b[i:i+readmodel.USDSlotLen]))
-		b = b[i+readmodel.USDSlotLen:]
-	}
-}
-
-// appendTimed appends a TimedBody with now in its slot and its USD slots
-// filled from q.
-func appendTimed(resp *fasthttp.Response, tb readmodel.TimedBody, now time.Time, q *readmodel.USDQuote) {
-	appendUSD(resp, tb.Head, q)
+// appendTimed appends a TimedBody with now in its slot.
+func appendTimed(resp *fasthttp.Response, tb readmodel.TimedBody, now time.Time) {
+	resp.AppendBody(tb.Head)
 	if tb.Timed {
 		appendTime(resp, now)
-		appendUSD(resp, tb.Tail, q)
+		resp.AppendBody(tb.Tail)
 	}
 }
 
-// appendItems appends `[item,item,...]` with USD slots filled from q.
-func appendItems(resp *fasthttp.Response, items [][]byte, q *readmodel.USDQuote) {
+// appendItems appends `[item,item,...]`.
+func appendItems(resp *fasthttp.Response, items [][]byte) {
 	resp.AppendBodyString("[")
 	for i, it := range items {
 		if i > 0 {
 			resp.AppendBodyString(",")
 		}
-		appendUSD(resp, it, q)
+		resp.AppendBody(it)
 	}
 	resp.AppendBodyString("]")
 }
@@ -78,10 +60,10 @@ func appendPagination(resp *fasthttp.Response, next []byte, hasMore bool) {
 // sales): the items, then pagination with a cursor of kind bound to bind
 // that resumes after page.Next. A page with HasMore but no position ends
 // the walk rather than minting a cursor that would restart it.
-func (s *Server) writePage(c *fiber.Ctx, page readmodel.Page, kind cursorKind, bind string, now time.Time, q *readmodel.USDQuote) {
+func (s *Server) writePage(c *fiber.Ctx, page readmodel.Page, kind cursorKind, bind string, now time.Time) {
 	resp := c.Response()
 	resp.AppendBodyString(`{"data":`)
-	appendItems(resp, page.Items, q)
+	appendItems(resp, page.Items)
 	var next []byte
 	hasMore := page.HasMore && page.Next != ""
 	if hasMore {

@@ -63,11 +63,10 @@ func (s *Server) getCollections(c *fiber.Ctx, rt *route) error {
 		return errIndexUnknown
 	}
 	setJSON(c)
-	q := s.r.USD()
-	if writeCache(c, rt, s.newETag("collections").str(bind).str(after).version(page.Version).version(q.Version)) {
+	if writeCache(c, rt, s.newETag("collections").str(bind).str(after).version(page.Version).num(page.USD)) {
 		return nil
 	}
-	s.writePage(c, page, cursorCollections, bind, now, q)
+	s.writePage(c, page, cursorCollections, bind, now)
 	return nil
 }
 
@@ -84,13 +83,12 @@ func (s *Server) getCollection(c *fiber.Ctx, rt *route) error {
 		return errCollection
 	}
 	setJSON(c)
-	q := s.r.USD()
-	if writeCache(c, rt, s.newETag("collection").str(cv.ID).version(cv.Version).version(q.Version)) {
+	if writeCache(c, rt, s.newETag("collection").str(cv.ID).version(cv.Version).num(cv.USD)) {
 		return nil
 	}
 	resp := c.Response()
 	resp.AppendBodyString(`{"data":`)
-	appendUSD(resp, cv.Detail, q)
+	resp.AppendBody(cv.Detail)
 	resp.AppendBodyString("}")
 	return nil
 }

@@ -31,8 +31,7 @@ func (s *Server) getFloor(c *fiber.Ctx, rt *route) error {
 		return errCollection
 	}
 	setJSON(c)
-	q := s.r.USD()
-	tag := s.newETag("floor").str(cv.ID).version(cv.Version).version(fv.Version).version(q.Version)
+	tag := s.newETag("floor").str(cv.ID).version(cv.Version).version(fv.Version).num(fv.USD)
 	if fallback {
 		tag = tag.str("fallback")
 	}
@@ -41,7 +40,7 @@ func (s *Server) getFloor(c *fiber.Ctx, rt *route) error {
 	}
 	resp := c.Response()
 	resp.AppendBodyString(`{"data":`)
-	appendTimed(resp, body, now, q)
+	appendTimed(resp, body, now)
 	resp.AppendBodyString("}")
 	return nil
 }

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,6 +37,7 @@ type fakeReader struct {
 	current  map[string]uint64
 	sales    map[string][][]byte // oldest first; positions are sale indexes
 	salesVer uint64
+	pageUSD  uint64 // USD quote version of every page
 	// salesDrop empties every page's items (rows dropped after the window
 	// was cut, SPEC sales rule 2) while keeping the position.
 	salesDrop bool
@@ -46,7 +46,6 @@ type fakeReader struct {
 	errs      map[string]error
 	calls     map[string]int
 
-	quote      *readmodel.USDQuote
 	lastBrowse [2]string // sort, chain of the last Browse
 	lastToken  [3]string
 }
@@ -64,68 +63,7 @@ func newFakeReader() *fakeReader {
 		tokens:      map[string]readmodel.TokenView{},
 		errs:        map[string]error{},
 		calls:       map[string]int{},
-		quote:       readmodel.NewUSDQuote(nil, false),
 	}
-}
-
-func (f *fakeReader) USD() *readmodel.USDQuote {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.quote
-}
-
-// usdNumber matches a baked usd value in a fixture.
-var usdNumber = regexp.MustCompile(`"usd":-?[0-9][0-9.eE+-]*`)
-
-// prepared turns a fixture with baked usd values into what the projector
-// prepares: usd null, then USD slots.
-func prepared(b []byte) []byte {
-	return readmodel.TemplateUSD(usdNumber.ReplaceAll(b, []byte(`"usd":null`)))
-}
-
-// templateAll rewrites every fixture view as the projector prepares it
-// (USD slots) and sets an ETH and SOL quote, so requests fill slots as in
-// production.
-func (f *fakeReader) templateAll() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	timed := func(tb readmodel.TimedBody) readmodel.TimedBody {
-		tb.Head, tb.Tail = prepared(tb.Head), prepared(tb.Tail)
-		return tb
-	}
-	for k, v := range f.collections {
-		v.Detail = prepared(v.Detail)
-		f.collections[k] = v
-	}
-	for k, v := range f.floors {
-		v.Body, v.Fallback = timed(v.Body), timed(v.Fallback)
-		f.floors[k] = v
-	}
-	for _, vs := range f.listings {
-		for _, v := range vs {
-			for i := range v.Items {
-				v.Items[i] = prepared(v.Items[i])
-			}
-		}
-	}
-	for _, items := range [](map[string][][]byte){f.sales, f.browse} {
-		for _, it := range items {
-			for i := range it {
-				it[i] = prepared(it[i])
-			}
-		}
-	}
-	for k, v := range f.tokens {
-		v.Body = timed(v.Body)
-		f.tokens[k] = v
-	}
-	f.quote = readmodel.NewUSDQuote(readmodel.USDRates{"ETH": 3123.45, "SOL": 187.21}, true)
-}
-
-func (f *fakeReader) setQuote(q *readmodel.USDQuote) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.quote = q
 }
 
 func (f *fakeReader) enter(m string) error {
@@ -235,7 +173,7 @@ func (f *fakeReader) Sales(_ context.Context, id string, after string, limit int
 		}
 		start = n
 	}
-	p := readmodel.Page{Version: f.salesVer}
+	p := readmodel.Page{Version: f.salesVer, USD: f.pageUSD}
 	i := start
 	for ; i >= 0 && len(p.Items) < limit; i-- {
 		p.Items = append(p.Items, all[i])
@@ -266,7 +204,7 @@ func (f *fakeReader) Browse(_ context.Context, sort readmodel.Sort, chain readmo
 		start = n
 	}
 	end := min(start+limit, len(all))
-	p := readmodel.Page{Version: 7, Items: all[start:end]}
+	p := readmodel.Page{Version: 7, USD: f.pageUSD, Items: all[start:end]}
 	if end < len(all) {
 		p.HasMore, p.Next = true, strconv.Itoa(end)
 	}

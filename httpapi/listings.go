@@ -78,8 +78,7 @@ func (s *Server) getListings(c *fiber.Ctx, rt *route) error {
 	}
 
 	setJSON(c)
-	q := s.r.USD()
-	tag := s.newETag("listings").str(cv.ID).version(cv.Version).version(lv.Version).num(expired).num(offset).num(uint64(limit)).version(q.Version)
+	tag := s.newETag("listings").str(cv.ID).version(cv.Version).version(lv.Version).num(lv.USD).num(expired).num(offset).num(uint64(limit))
 	if writeCache(c, rt, tag) {
 		return nil
 	}
@@ -93,7 +92,7 @@ func (s *Server) getListings(c *fiber.Ctx, rt *route) error {
 		if n > 0 {
 			resp.AppendBodyString(",")
 		}
-		appendUSD(resp, items[i], q)
+		resp.AppendBody(items[i])
 		n++
 	}
 	resp.AppendBodyString("]")

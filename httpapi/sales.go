@@ -43,10 +43,9 @@ func (s *Server) getSales(c *fiber.Ctx, rt *route) error {
 		return err
 	}
 	setJSON(c)
-	q := s.r.USD()
-	if writeCache(c, rt, s.newETag("sales").str(cv.ID).str(after).version(page.Version).version(q.Version)) {
+	if writeCache(c, rt, s.newETag("sales").str(cv.ID).str(after).version(page.Version).num(page.USD)) {
 		return nil
 	}
-	s.writePage(c, page, cursorSales, cv.ID, now, q)
+	s.writePage(c, page, cursorSales, cv.ID, now)
 	return nil
 }

@@ -51,10 +51,6 @@ type Reader interface {
 	// Token returns a token's prepared detail. address is EVM lowercase or
 	// the Solana collection mint as given.
 	Token(ctx context.Context, chain readmodel.Chain, address, tokenID string) (readmodel.TokenView, error)
-	// USD returns the quote that fills the USD slots of prepared bodies
-	// (readmodel.TemplateUSD); never nil. It must be cheap (an atomic load):
-	// every view request calls it once.
-	USD() *readmodel.USDQuote
 }
 
 // Config configures the public API. The zero value of every field has a

@@ -60,13 +60,12 @@ func (s *Server) getToken(c *fiber.Ctx, rt *route) error {
 	}
 	now := s.now()
 	setJSON(c)
-	q := s.r.USD()
-	if writeCache(c, rt, s.newETag("token").str(string(chain)).str(address).str(tokenID).version(tv.Version).version(q.Version)) {
+	if writeCache(c, rt, s.newETag("token").str(string(chain)).str(address).str(tokenID).version(tv.Version).num(tv.USD)) {
 		return nil
 	}
 	resp := c.Response()
 	resp.AppendBodyString(`{"data":`)
-	appendTimed(resp, tv.Body, now, q)
+	appendTimed(resp, tv.Body, now)
 	resp.AppendBodyString("}")
 	return nil
 }

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,60 +9,60 @@ import (
 	"github.com/marketd/marketd/readmodel"
 )
 
-// TestUSDFilledAtServeTime: prepared bodies carry USD slots (SPEC §2 Price
-// usd is best-effort); every view endpoint fills them from the reader's
-// current quote, null when the feed is down, and the ETag follows the
-// quote so a CDN revalidates when usd changes.
-func TestUSDFilledAtServeTime(t *testing.T) {
+// TestETagFollowsTheUSDQuote: the reader fills prices' usd from its USD
+// quote and names the quote's version in each view (readmodel.USDQuote);
+// a new quote is a new body, so every view endpoint's ETag must change
+// with it, while the same quote still answers 304.
+func TestETagFollowsTheUSDQuote(t *testing.T) {
 	h := MustHarness(t, nil)
+	tokenKey := readmodel.TokenKey(readmodel.Ethereum, testContract, "1")
 	h.r.mu.Lock()
-	cv := h.r.collections[testID]
-	cv.Detail = readmodel.TemplateUSD(detailJSON)
-	h.r.collections[testID] = cv
-	fv := h.r.floors[testID]
-	fv.Body = readmodel.TimedBody{Head: readmodel.TemplateUSD(fv.Body.Head), Tail: readmodel.TemplateUSD(fv.Body.Tail), Timed: fv.Body.Timed}
-	h.r.floors[testID] = fv
-	lv := h.r.listings[testID][h.r.current[testID]]
-	for i := range lv.Items {
-		var it readmodel.MarketItem
-		require.NoError(t, json.Unmarshal(lv.Items[i], &it))
-		it.Price = readmodel.Price{Raw: "1500000000000000000", Decimal: 1.5, Currency: "ETH"}
-		lv.Items[i] = readmodel.TemplateUSD(readmodel.MarshalItem(it))
-	}
+	h.r.tokens[tokenKey] = tokenView(1)
 	h.r.mu.Unlock()
-
 	tests := []struct {
 		name, target string
-		want         float64 // usd at 2000 USD/ETH
-		usd          func(m map[string]any) any
+		setUSD       func(f *fakeReader, v uint64)
 	}{
-		{"detail", "/v1/collections/" + testID, 2000, func(m map[string]any) any {
-			return m["data"].(map[string]any)["stats"].(map[string]any)["floor"].(map[string]any)["usd"]
+		{"detail", "/v1/collections/" + testID, func(f *fakeReader, v uint64) {
+			cv := f.collections[testID]
+			cv.USD = v
+			f.collections[testID] = cv
 		}},
-		{"floor", "/v1/collections/" + testID + "/floor", 2100, func(m map[string]any) any {
-			return m["data"].(map[string]any)["buyerFloor"].(map[string]any)["usd"]
+		{"floor", "/v1/collections/" + testID + "/floor", func(f *fakeReader, v uint64) {
+			fv := f.floors[testID]
+			fv.USD = v
+			f.floors[testID] = fv
 		}},
-		{"listings", "/v1/collections/" + testID + "/listings?limit=1", 3000, func(m map[string]any) any {
-			return m["data"].([]any)[0].(map[string]any)["price"].(map[string]any)["usd"]
+		{"listings", "/v1/collections/" + testID + "/listings", func(f *fakeReader, v uint64) {
+			lv := f.listings[testID][f.current[testID]]
+			lv.USD = v
+			f.listings[testID][f.current[testID]] = lv
 		}},
+		{"token", "/v1/tokens/ethereum/" + testContract + "/1", func(f *fakeReader, v uint64) {
+			tv := f.tokens[tokenKey]
+			tv.USD = v
+			f.tokens[tokenKey] = tv
+		}},
+		{"sales", "/v1/collections/" + testID + "/sales", func(f *fakeReader, v uint64) { f.pageUSD = v }},
+		{"collections", "/v1/collections", func(f *fakeReader, v uint64) { f.pageUSD = v }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h.r.setQuote(readmodel.NewUSDQuote(readmodel.USDRates{"ETH": 2000}, true))
+			set := func(v uint64) {
+				h.r.mu.Lock()
+				defer h.r.mu.Unlock()
+				tt.setUSD(h.r, v)
+			}
+			set(1)
 			first := h.get(tt.target)
 			require.Equal(t, 200, first.status, "%s", first.body)
-			assert.Equal(t, tt.want, tt.usd(first.json(t)), "usd filled: %s", first.body)
 			tag := first.header.Get("ETag")
+			require.NotEmpty(t, tag)
 			assert.Equal(t, 304, h.get(tt.target, "If-None-Match", tag).status, "same quote: not modified")
-
-			h.r.setQuote(readmodel.NewUSDQuote(readmodel.USDRates{"ETH": 4000}, true))
-			second := h.get(tt.target)
-			assert.Equal(t, 2*tt.want, tt.usd(second.json(t)), "usd follows the rate")
+			set(2)
+			second := h.get(tt.target, "If-None-Match", tag)
+			assert.Equal(t, 200, second.status, "a new quote is a new body")
 			assert.NotEqual(t, tag, second.header.Get("ETag"))
-			assert.Equal(t, 200, h.get(tt.target, "If-None-Match", tag).status, "new quote: a new body")
-
-			h.r.setQuote(readmodel.NewUSDQuote(readmodel.USDRates{"ETH": 4000}, false))
-			assert.Nil(t, tt.usd(h.get(tt.target).json(t)), "feed down: usd null")
 		})
 	}
 }

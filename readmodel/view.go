@@ -3,9 +3,11 @@ package readmodel
 import "time"
 
 // The types in this file are prepared views: what the projector computes
-// ahead of time and the public API serves. Every []byte is JSON (or a
-// documented fragment of it) with USD slots where a Price's usd goes
-// (usd.go): readers write it with AppendUSD and the current USDQuote. It is
+// ahead of time and the public API serves. As stored, bodies carry USD
+// slots where a Price's usd goes (usd.go); the store fills them from its
+// current USDQuote when it loads a view into its cache, and each view's USD
+// field names that quote's version (part of the ETag). What a reader gets
+// is valid JSON (or a documented fragment of it) to write as is; it is
 // never modified after it is handed out.
 
 // Sort is the collections browse order.
@@ -47,12 +49,14 @@ type CollectionView struct {
 	Chain       Chain // "" when missing or unrecognised (listings and floor answer 404)
 	HasContract bool  // false: sales answer 404, listings report order-book stale
 	Version     uint64
+	USD         uint64 // version of the USD quote the bodies were filled with
 	Detail      []byte // the CollectionDetail object (without the data wrapper)
 }
 
 // ListingsView is a collection's listing snapshot.
 type ListingsView struct {
 	Version uint64
+	USD     uint64 // version of the USD quote the items were filled with
 	// Items are pre-encoded MarketItems: merged, deduplicated per asset
 	// (native wins), active and unexpired as of projection, sorted by
 	// price.decimal then orderId, at most ListingsCeiling.
@@ -83,6 +87,7 @@ type TimedBody struct {
 // Fallback instead (the last-good buyerFloor has aged out).
 type FloorView struct {
 	Version       uint64
+	USD           uint64    // version of the USD quote the bodies were filled with
 	Body          TimedBody // updatedAt is the slot
 	FallbackAfter time.Time
 	Fallback      TimedBody
@@ -92,6 +97,7 @@ type FloorView struct {
 // is listing.timestamp of an overlay-sourced listing.
 type TokenView struct {
 	Version uint64
+	USD     uint64 // version of the USD quote the body was filled with
 	Body    TimedBody
 }
 
@@ -100,6 +106,7 @@ type TokenView struct {
 // (then Next is "").
 type Page struct {
 	Version uint64
+	USD     uint64 // version of the USD quote the items were filled with
 	Items   [][]byte
 	Next    string
 	HasMore bool

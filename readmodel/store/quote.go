@@ -49,3 +49,42 @@ func (s *Store) USD() *readmodel.USDQuote {
 	}
 	return s.quote.Load()
 }
+
+// Reads fill USD slots once, when a view enters the cache: the hot path
+// then writes prepared bytes as is. A quote change empties the cache (see
+// Update), so no view outlives the quote it was filled with.
+
+// filled returns b with its USD slots filled from q (b itself when it has
+// none).
+func filled(b []byte, q *readmodel.USDQuote) []byte {
+	if readmodel.NextUSDSlot(b) < 0 {
+		return b
+	}
+	return readmodel.AppendUSD(make([]byte, 0, len(b)+16), b, q)
+}
+
+func filledTimed(tb readmodel.TimedBody, q *readmodel.USDQuote) readmodel.TimedBody {
+	tb.Head, tb.Tail = filled(tb.Head, q), filled(tb.Tail, q)
+	return tb
+}
+
+// fillItems returns items with their USD slots filled from q, reusing the
+// slice when no item has a slot.
+func fillItems(items [][]byte, q *readmodel.USDQuote) [][]byte {
+	var out [][]byte
+	for i, it := range items {
+		f := filled(it, q)
+		if out == nil && len(f) == len(it) && (len(it) == 0 || &f[0] == &it[0]) {
+			continue
+		}
+		if out == nil {
+			out = make([][]byte, len(items))
+			copy(out, items[:i])
+		}
+		out[i] = f
+	}
+	if out == nil {
+		return items
+	}
+	return out
+}

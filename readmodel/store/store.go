@@ -400,6 +400,8 @@ func (s *Store) Collection(ctx context.Context, id string) (readmodel.Collection
 	if !ok {
 		return readmodel.CollectionView{}, readmodel.Errorf(readmodel.Internal, "corrupt collection view")
 	}
+	q := s.USD()
+	v.Detail, v.USD = filled(v.Detail, q), q.Version
 	s.cache.put(k, v, gen)
 	return v, nil
 }
@@ -423,6 +425,8 @@ func (s *Store) Floor(ctx context.Context, id string) (readmodel.FloorView, erro
 	if !ok {
 		return readmodel.FloorView{}, readmodel.Errorf(readmodel.Internal, "corrupt floor view")
 	}
+	q := s.USD()
+	v.Body, v.Fallback, v.USD = filledTimed(v.Body, q), filledTimed(v.Fallback, q), q.Version
 	s.cache.put(k, v, gen)
 	return v, nil
 }
@@ -448,6 +452,8 @@ func (s *Store) Listings(ctx context.Context, id string, version uint64) (readmo
 		}
 		if found {
 			if v, good := decodeListings(b); good {
+				q := s.USD()
+				v.Items, v.USD = fillItems(v.Items, q), q.Version
 				s.cache.put(k, v, gen)
 				return v, nil
 			}
@@ -469,6 +475,8 @@ func (s *Store) Listings(ctx context.Context, id string, version uint64) (readmo
 	if !ok {
 		return readmodel.ListingsView{}, readmodel.Errorf(readmodel.Internal, "corrupt listings view")
 	}
+	q := s.USD()
+	v.Items, v.USD = fillItems(v.Items, q), q.Version
 	s.cache.put(k, v, gen)
 	return v, nil
 }
@@ -493,6 +501,8 @@ func (s *Store) Token(ctx context.Context, chain readmodel.Chain, address, token
 	if !ok {
 		return readmodel.TokenView{}, readmodel.Errorf(readmodel.Internal, "corrupt token view")
 	}
+	q := s.USD()
+	v.Body, v.USD = filledTimed(v.Body, q), q.Version
 	s.cache.put(k, v, gen)
 	return v, nil
 }
@@ -558,6 +568,8 @@ func (s *Store) page(prefix, pos []byte, limit int, cacheKey, salesOf string) (r
 		return cached, nil
 	}
 	var page readmodel.Page
+	q := s.USD()
+	page.USD = q.Version
 	sum := uint64(14695981039346656037) // FNV-1a offset basis
 	err := s.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: min(limit+1, 100)})
@@ -581,7 +593,7 @@ func (s *Store) page(prefix, pos []byte, limit int, cacheKey, salesOf string) (r
 			if len(v) < 8 {
 				continue
 			}
-			page.Items = append(page.Items, v[8:])
+			page.Items = append(page.Items, filled(v[8:], q))
 			last = append(last[:0], it.Item().Key()[len(prefix):]...)
 			sum = pageVersionMix(pageVersionMix(sum, v[:8]), last)
 		}

@@ -239,3 +239,39 @@ func TestGarbageCollectionReclaimsRewrittenViews(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, body, v.Detail, "live views survive GC")
 }
+
+// TestViewsAreFilledWithTheCurrentQuote: the store serves bodies with
+// their USD slots filled from its current quote and names its version; a
+// new quote reaches views already in the cache.
+func TestViewsAreFilledWithTheCurrentQuote(t *testing.T) {
+	ctx := context.Background()
+	s := mustOpen(t)
+	body := readmodel.TemplateUSD([]byte(`{"floor":{"raw":"1500000000000000000","decimal":1.5,"currency":"ETH","usd":null}}`))
+	require.NoError(t, s.Update(ctx, func(tx *Tx) error {
+		tx.PutCollection(readmodel.CollectionView{ID: "c1", Version: 1, Detail: body})
+		tx.PutQuote(readmodel.USDRates{"ETH": 2000}, true)
+		return nil
+	}))
+	tests := []struct {
+		name   string
+		rates  readmodel.USDRates
+		feedOK bool
+		want   string
+	}{
+		{"first quote", readmodel.USDRates{"ETH": 2000}, true, `"usd":3000}`},
+		{"new rate reaches the cached view", readmodel.USDRates{"ETH": 3000}, true, `"usd":4500}`},
+		{"feed down", readmodel.USDRates{"ETH": 3000}, false, `"usd":null}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.NoError(t, s.Update(ctx, func(tx *Tx) error { tx.PutQuote(tt.rates, tt.feedOK); return nil }))
+			v, err := s.Collection(ctx, "c1")
+			require.NoError(t, err)
+			assert.True(t, strings.HasSuffix(string(v.Detail), tt.want+"}"), "%s", v.Detail)
+			assert.Equal(t, readmodel.NewUSDQuote(tt.rates, tt.feedOK).Version, v.USD)
+			again, err := s.Collection(ctx, "c1")
+			require.NoError(t, err)
+			assert.Equal(t, v.Detail, again.Detail, "served from the cache")
+		})
+	}
+}

@@ -51,7 +51,11 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	}
 	s.cache.invalidate(tx.touched, tx.aliases, tx.browse, tx.sales)
 	if tx.quote != nil {
-		s.quote.Store(tx.quote)
+		// The new quote first, then a new cache generation: a reader that
+		// filled a view with the old quote cannot store it any more.
+		if old := s.quote.Swap(tx.quote); old == nil || old.Version != tx.quote.Version {
+			s.cache.reset()
+		}
 	}
 	return nil
 }
