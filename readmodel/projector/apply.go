@@ -296,7 +296,21 @@ func (a *applier) apply(msg *readmodel.Message) error {
 			}
 			a.now = now
 		}
+		var wasFailed bool
+		if cid != "" && msg.Status.OK {
+			prev, err := a.status(msg.Source, cid)
+			if err != nil {
+				return err
+			}
+			wasFailed = failed(prev)
+		}
 		a.tx.Put(store.InStatus, statusInput{Seq: a.seq, Status: *msg.Status}, string(msg.Source), cid)
+		if cid != "" && msg.Status.OK && !wasFailed {
+			// Still healthy: no view shows anything of an OK status but
+			// that it is not failed (the first cycle carries one per
+			// collection and source: a third of its messages).
+			return nil
+		}
 		if cid == "" {
 			switch msg.Source {
 			case readmodel.SourcePriceFeed:

@@ -110,3 +110,59 @@ func TestUnchangedTokenDocsAreNotRendered(t *testing.T) {
 	_, err = st.Token(ctx, readmodel.Ethereum, "0xc0", "3")
 	assert.NoError(t, err, "the re-added token has a view")
 }
+
+// TestHealthyStatusRendersNothing: a per-collection OK status that follows
+// an OK (or no) status changes no view, so it renders nothing; a failure
+// and the recovery after it re-render the collection.
+func TestHealthyStatusRendersNothing(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, t.TempDir(), store.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close(ctx) })
+	t0 := time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)
+	seq := uint64(0)
+	status := func(src readmodel.Source, cid string, ok bool) []string {
+		seq++
+		msg := &readmodel.Message{Kind: readmodel.KindStatus, Source: src, CollectionID: cid, ObservedAt: t0,
+			Status: &readmodel.PollStatus{OK: ok, LastGoodAt: t0}}
+		var got []string
+		require.NoError(t, st.Update(ctx, func(tx *store.Tx) error {
+			a := &applier{tx: tx, now: t0, seq: seq, deferred: true}
+			if err := a.apply(msg); err != nil {
+				return err
+			}
+			for k := range a.dirty {
+				got = append(got, k)
+			}
+			return a.flush()
+		}))
+		return got
+	}
+	ob, stats := readmodel.SourceOrderBook, readmodel.SourceIndexerStats
+	tests := []struct {
+		name   string
+		src    readmodel.Source
+		cid    string
+		ok     bool
+		render bool
+	}{
+		{"first status, healthy", ob, "c1", true, false},
+		{"healthy again", ob, "c1", true, false},
+		{"failed", ob, "c1", false, true},
+		{"recovered", ob, "c1", true, true},
+		{"healthy after recovery", ob, "c1", true, false},
+		{"another source, healthy", stats, "c1", true, false},
+		{"source-wide failure", stats, "", false, false}, // queues a re-render job instead
+		{"healthy per collection after a source-wide failure", stats, "c1", true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := status(tt.src, tt.cid, tt.ok)
+			if tt.render {
+				assert.Equal(t, []string{tt.cid}, got)
+			} else {
+				assert.Empty(t, got)
+			}
+		})
+	}
+}
