@@ -86,10 +86,10 @@ func TestMeasuredMedians(t *testing.T) {
 }
 
 func TestParseProc(t *testing.T) {
-	status := "Name:\tmarketd\nVmPeak:\t 2000 kB\nVmHWM:\t  524288 kB\nVmRSS:\t  262144 kB\nThreads:\t9\n"
+	status := "Name:\tmarketd\nVmPeak:\t 2000 kB\nVmHWM:\t  524288 kB\nVmRSS:\t  262144 kB\nRssAnon:\t  200000 kB\nRssFile:\t   62144 kB\nThreads:\t9\n"
 	m, err := parseStatus(status)
 	require.NoError(t, err)
-	assert.Equal(t, Mem{RSS: 256 << 20, HWM: 512 << 20}, m)
+	assert.Equal(t, Mem{RSS: 256 << 20, HWM: 512 << 20, Anon: 200000 << 10, File: 62144 << 10}, m)
 	_, err = parseStatus("Name:\tx\nVmRSS:\t1 kB\n")
 	assert.Error(t, err, "VmHWM missing")
 	_, err = parseStatus("VmRSS:\tlots kB\nVmHWM:\t1 kB\n")

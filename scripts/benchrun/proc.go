@@ -83,8 +83,10 @@ func (p *Proc) Stop(grace time.Duration) (time.Duration, error) {
 
 // Mem is a process's resident memory from /proc/PID/status, in bytes.
 type Mem struct {
-	RSS int64 // VmRSS now
-	HWM int64 // VmHWM: peak resident set since start
+	RSS  int64 // VmRSS now
+	HWM  int64 // VmHWM: peak resident set since start
+	Anon int64 // RssAnon now: heap and other anonymous memory (0 if the kernel does not say)
+	File int64 // RssFile now: file-backed pages, e.g. Badger's memory-mapped files (reclaimable)
 }
 
 // readMem reads VmRSS and VmHWM of pid.
@@ -102,7 +104,7 @@ func parseStatus(s string) (Mem, error) {
 	var seen int
 	for _, line := range strings.Split(s, "\n") {
 		k, v, ok := strings.Cut(line, ":")
-		if !ok || (k != "VmRSS" && k != "VmHWM") {
+		if !ok || (k != "VmRSS" && k != "VmHWM" && k != "RssAnon" && k != "RssFile") {
 			continue
 		}
 		f := strings.Fields(v)
@@ -113,12 +115,18 @@ func parseStatus(s string) (Mem, error) {
 		if err != nil {
 			return m, fmt.Errorf("bad %s line %q", k, line)
 		}
-		if k == "VmRSS" {
+		switch k {
+		case "VmRSS":
 			m.RSS = n << 10
-		} else {
+			seen++
+		case "VmHWM":
 			m.HWM = n << 10
+			seen++
+		case "RssAnon":
+			m.Anon = n << 10
+		case "RssFile":
+			m.File = n << 10
 		}
-		seen++
 	}
 	if seen != 2 {
 		return m, errors.New("status lacks VmRSS or VmHWM")
