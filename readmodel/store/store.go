@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -103,6 +104,9 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		opts.GCInterval = time.Minute
 	}
 	if err := RecoverSwap(dir); err != nil {
+		return nil, err
+	}
+	if err := removeEmptyMemtables(dir); err != nil {
 		return nil, err
 	}
 	bo := badger.DefaultOptions(dir).
@@ -233,6 +237,32 @@ func RecoverSwap(dir string) error {
 	}
 	if _, err := os.Stat(dir); err == nil {
 		_ = os.RemoveAll(oldDir)
+	}
+	return nil
+}
+
+// removeEmptyMemtables deletes zero-length memtable files in dir. Badger
+// creates a memtable file and then sizes it; a process killed between the
+// two leaves an empty file that Badger then refuses to open ("while opening
+// fid: 1 err: Create a new file"), so the node could never start again. An
+// empty file holds no writes: removing it loses nothing.
+func removeEmptyMemtables(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return readmodel.Wrap(readmodel.Internal, err, "read store dir")
+	}
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".mem") {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && fi.Size() == 0 {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+				return readmodel.Wrap(readmodel.Internal, err, "remove empty memtable")
+			}
+		}
 	}
 	return nil
 }
