@@ -26,8 +26,8 @@ import (
 // written NewPrice's usd with that rate: the number, or null when the rate
 // is unknown.
 
-// USDSlotLen is the length of one USD slot in a prepared body.
-const USDSlotLen = 10
+// usdSlotLen is the length of one USD slot in a prepared body.
+const usdSlotLen = 10
 
 const usdMark = 0x00
 
@@ -154,11 +154,11 @@ func priceBefore(b []byte) (cur int, dec float64, ok bool) {
 // NextUSDSlot returns the index of the first USD slot in b, or -1.
 func NextUSDSlot(b []byte) int { return bytes.IndexByte(b, usdMark) }
 
-// AppendSlot appends the JSON value of slot (the USDSlotLen bytes of one
+// appendSlot appends the JSON value of slot (the usdSlotLen bytes of one
 // slot) under quote q (nil: null): roundCents(decimal × rate) formatted as
 // encoding/json formats a float64, or null.
-func (q *USDQuote) AppendSlot(dst, slot []byte) []byte {
-	if q == nil || len(slot) < USDSlotLen || int(slot[1]) >= len(usdCurrencies) || !q.known[slot[1]] {
+func (q *USDQuote) appendSlot(dst, slot []byte) []byte {
+	if q == nil || len(slot) < usdSlotLen || int(slot[1]) >= len(usdCurrencies) || !q.known[slot[1]] {
 		return append(dst, "null"...)
 	}
 	dec := math.Float64frombits(binary.LittleEndian.Uint64(slot[2:]))
@@ -173,12 +173,12 @@ func (q *USDQuote) AppendSlot(dst, slot []byte) []byte {
 func AppendUSD(dst, b []byte, q *USDQuote) []byte {
 	for {
 		i := NextUSDSlot(b)
-		if i < 0 || len(b)-i < USDSlotLen {
+		if i < 0 || len(b)-i < usdSlotLen {
 			return append(dst, b...)
 		}
 		dst = append(dst, b[:i]...)
-		dst = q.AppendSlot(dst, b[i:i+USDSlotLen])
-		b = b[i+USDSlotLen:]
+		dst = q.appendSlot(dst, b[i:i+usdSlotLen])
+		b = b[i+usdSlotLen:]
 	}
 }
 

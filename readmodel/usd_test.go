@@ -81,7 +81,7 @@ func countSlots(b []byte) int {
 	n := 0
 	for i := NextUSDSlot(b); i >= 0; i = NextUSDSlot(b) {
 		n++
-		b = b[i+USDSlotLen:]
+		b = b[i+usdSlotLen:]
 	}
 	return n
 }

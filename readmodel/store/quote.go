@@ -68,23 +68,19 @@ func filledTimed(tb readmodel.TimedBody, q *readmodel.USDQuote) readmodel.TimedB
 	return tb
 }
 
-// fillItems returns items with their USD slots filled from q, reusing the
-// slice when no item has a slot.
+// fillItems returns items with their USD slots filled from q: items itself
+// when none has a slot, else a new slice.
 func fillItems(items [][]byte, q *readmodel.USDQuote) [][]byte {
-	var out [][]byte
 	for i, it := range items {
-		f := filled(it, q)
-		if out == nil && len(f) == len(it) && (len(it) == 0 || &f[0] == &it[0]) {
+		if readmodel.NextUSDSlot(it) < 0 {
 			continue
 		}
-		if out == nil {
-			out = make([][]byte, len(items))
-			copy(out, items[:i])
+		out := make([][]byte, len(items))
+		copy(out, items[:i])
+		for j := i; j < len(items); j++ {
+			out[j] = filled(items[j], q)
 		}
-		out[i] = f
+		return out
 	}
-	if out == nil {
-		return items
-	}
-	return out
+	return items
 }
