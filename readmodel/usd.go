@@ -7,16 +7,17 @@ import (
 	"strconv"
 )
 
-// USD at serve time.
+// USD at read time.
 //
 // A Price's usd is the one part of a view that depends on a global input:
 // the price feed's rates. Baking it into the prepared bytes would make every
 // rate tick re-render every view of a currency (every collection, listing,
 // sale and token: O(market) work every two minutes, and stale usd values
 // until that work is done). Instead the projector prepares bodies with a
-// USD slot where a Price in a feed currency has its usd, and the API fills
-// the slots from the current USDQuote while it writes the response: a
-// multiplication and a float format per price on the page.
+// USD slot where a Price in a feed currency has its usd, and the store
+// fills the slots from the current USDQuote when it loads a view into its
+// cache (a multiplication and a float format per price, once per view and
+// quote); a new quote empties that cache.
 //
 // A slot is usdSlotLen bytes: the byte 0x00 (which JSON text written by
 // encoding/json never contains: control characters inside strings are

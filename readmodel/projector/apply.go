@@ -37,8 +37,8 @@ type tokenInput struct {
 // job is a pending re-render of every collection's views (after a
 // source-wide status: every collection's staleness changed), processed in
 // batches; its state commits with each batch so a crash resumes it. USD
-// rates never need one: prepared bodies carry USD slots that the API fills
-// from the current quote (readmodel.TemplateUSD).
+// rates never need one: prepared bodies carry USD slots that the store
+// fills from the current quote (readmodel.TemplateUSD).
 type job struct {
 	After string `json:"after"` // last collection done
 }
@@ -186,7 +186,7 @@ func (a *applier) ver() uint64 {
 	return a.version
 }
 
-// putQuote records the USD quote the API fills prepared bodies with, from
+// putQuote records the USD quote the store fills prepared bodies with, from
 // the stored rates and the price feed's latest status (feedOK, or the
 // stored one when nil).
 func (a *applier) putQuote(feedOK *bool) error {

@@ -6,7 +6,7 @@ import (
 	"github.com/marketd/marketd/readmodel"
 )
 
-// kQuote holds the USD quote the API fills prepared bodies with: a view
+// kQuote holds the USD quote the store fills prepared bodies with: a view
 // (Digest covers it), as the 8-byte version field every view starts with
 // (unused: zero) and then quoteInput as JSON.
 var kQuote = []byte("v/q")
