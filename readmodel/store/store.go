@@ -216,7 +216,11 @@ func (s *Store) checkSchema() error {
 			return internal(err, "drop views of an older schema")
 		}
 	}
-	return internal(s.db.Update(func(txn *badger.Txn) error { return txn.Set(kSchema, []byte(Schema)) }), "record schema")
+	return internal(s.recordSchema(), "record schema")
+}
+
+func (s *Store) recordSchema() error {
+	return s.db.Update(func(txn *badger.Txn) error { return txn.Set(kSchema, []byte(Schema)) })
 }
 
 // RecoverSwap completes or cleans up an interrupted replay swap around dir:
@@ -294,7 +298,7 @@ func (s *Store) Reset(ctx context.Context) error {
 	if err := s.db.DropAll(); err != nil {
 		return readmodel.Wrap(readmodel.Internal, err, "reset store")
 	}
-	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(kSchema, []byte(Schema)) }); err != nil {
+	if err := s.recordSchema(); err != nil {
 		return readmodel.Wrap(readmodel.Internal, err, "reset store")
 	}
 	s.cache.reset()

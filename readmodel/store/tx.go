@@ -362,16 +362,11 @@ func (t *Tx) indexTokenDeadline(k string, was, now int64) {
 	if was == now {
 		return
 	}
-	entry := func(ms int64) []byte {
-		b := append([]byte(nil), pTokenDeadlines...)
-		b = binary.BigEndian.AppendUint64(b, uint64(ms))
-		return append(b, k...)
-	}
 	if was != 0 {
-		t.del(entry(was))
+		t.del(deadlineEntry(pTokenDeadlines, uint64(was), k))
 	}
 	if now != 0 {
-		t.set(entry(now), nil)
+		t.set(deadlineEntry(pTokenDeadlines, uint64(now), k), nil)
 	}
 }
 
@@ -532,7 +527,7 @@ func (t *Tx) setDeadline(one, index []byte, id string, at time.Time) {
 		return
 	}
 	if ok && len(old) == 8 {
-		t.del(append(append([]byte(nil), index...), append(old, id...)...))
+		t.del(deadlineEntry(index, binary.BigEndian.Uint64(old), id))
 	}
 	if at.IsZero() {
 		if ok {
@@ -541,7 +536,15 @@ func (t *Tx) setDeadline(one, index []byte, id string, at time.Time) {
 		return
 	}
 	t.set(dk, b)
-	t.set(append(append([]byte(nil), index...), append(b, id...)...), nil)
+	t.set(deadlineEntry(index, uint64(at.UnixMilli()), id), nil)
+}
+
+// deadlineEntry is the key of id's entry in a deadline index (due reads
+// them in order): index, the deadline in unix ms (big-endian), id.
+func deadlineEntry(index []byte, ms uint64, id string) []byte {
+	b := append(make([]byte, 0, len(index)+8+len(id)), index...)
+	b = binary.BigEndian.AppendUint64(b, ms)
+	return append(b, id...)
 }
 
 // Due returns up to limit collections whose deadline is at or before now.
