@@ -60,35 +60,49 @@ func TestRenderTokensOf(t *testing.T) {
 	}
 }
 
+// mustStore opens a store in a temporary directory, closed with the test.
+func mustStore(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), t.TempDir(), store.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close(context.Background()) })
+	return st
+}
+
+// applyDeferred applies msg (state sequence seq) in one transaction the
+// way a batch does, and returns what it marked for rendering: collections
+// and token keys, sorted.
+func applyDeferred(t *testing.T, st *store.Store, seq uint64, msg *readmodel.Message) (collections, tokens []string) {
+	t.Helper()
+	require.NoError(t, st.Update(context.Background(), func(tx *store.Tx) error {
+		a := &applier{tx: tx, now: msg.ObservedAt, seq: seq, deferred: true}
+		if err := a.apply(msg); err != nil {
+			return err
+		}
+		for k := range a.dirty {
+			collections = append(collections, k)
+		}
+		for k := range a.dirtyTok {
+			tokens = append(tokens, k)
+		}
+		return a.flush()
+	}))
+	sort.Strings(collections)
+	sort.Strings(tokens)
+	return collections, tokens
+}
+
 // TestUnchangedTokenDocsAreNotRendered: a bucket is republished whenever
 // one of its tokens changed; only tokens whose document changed are
 // rendered again.
 func TestUnchangedTokenDocsAreNotRendered(t *testing.T) {
-	ctx := context.Background()
-	st, err := store.Open(ctx, t.TempDir(), store.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close(ctx) })
+	st := mustStore(t)
 	t0 := time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)
 	doc := func(id, owner string) readmodel.TokenDoc {
 		return readmodel.TokenDoc{Chain: readmodel.Ethereum, ContractAddress: "0xc0", TokenID: id, CollectionID: "ethereum_0xc0", OwnerAddress: owner}
 	}
 	bucket := func(at time.Time, docs ...readmodel.TokenDoc) *readmodel.Message {
 		return &readmodel.Message{Kind: readmodel.KindTokens, CollectionID: "ethereum_0xc0", Bucket: 1, ObservedAt: at, Tokens: docs}
-	}
-	rendered := func(msg *readmodel.Message) []string {
-		var got []string
-		require.NoError(t, st.Update(ctx, func(tx *store.Tx) error {
-			a := &applier{tx: tx, now: msg.ObservedAt, deferred: true}
-			if err := a.apply(msg); err != nil {
-				return err
-			}
-			for k := range a.dirtyTok {
-				got = append(got, k)
-			}
-			return a.flush()
-		}))
-		sort.Strings(got)
-		return got
 	}
 	key := func(id string) string { return readmodel.TokenKey(readmodel.Ethereum, "0xc0", id) }
 	tests := []struct {
@@ -104,10 +118,11 @@ func TestUnchangedTokenDocsAreNotRendered(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, rendered(tt.msg))
+			_, rendered := applyDeferred(t, st, 0, tt.msg)
+			assert.Equal(t, tt.want, rendered)
 		})
 	}
-	_, err = st.Token(ctx, readmodel.Ethereum, "0xc0", "3")
+	_, err := st.Token(context.Background(), readmodel.Ethereum, "0xc0", "3")
 	assert.NoError(t, err, "the re-added token has a view")
 }
 
@@ -115,28 +130,15 @@ func TestUnchangedTokenDocsAreNotRendered(t *testing.T) {
 // an OK (or no) status changes no view, so it renders nothing; a failure
 // and the recovery after it re-render the collection.
 func TestHealthyStatusRendersNothing(t *testing.T) {
-	ctx := context.Background()
-	st, err := store.Open(ctx, t.TempDir(), store.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close(ctx) })
+	st := mustStore(t)
 	t0 := time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)
 	seq := uint64(0)
 	status := func(src readmodel.Source, cid string, ok bool) []string {
 		seq++
 		msg := &readmodel.Message{Kind: readmodel.KindStatus, Source: src, CollectionID: cid, ObservedAt: t0,
 			Status: &readmodel.PollStatus{OK: ok, LastGoodAt: t0}}
-		var got []string
-		require.NoError(t, st.Update(ctx, func(tx *store.Tx) error {
-			a := &applier{tx: tx, now: t0, seq: seq, deferred: true}
-			if err := a.apply(msg); err != nil {
-				return err
-			}
-			for k := range a.dirty {
-				got = append(got, k)
-			}
-			return a.flush()
-		}))
-		return got
+		rendered, _ := applyDeferred(t, st, seq, msg)
+		return rendered
 	}
 	ob, stats := readmodel.SourceOrderBook, readmodel.SourceIndexerStats
 	tests := []struct {

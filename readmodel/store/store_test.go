@@ -139,6 +139,20 @@ func TestCacheStaysWithinItsByteBound(t *testing.T) {
 	assert.False(t, ok, "an entry above a sixteenth of the bound is not cached")
 }
 
+// openWithC1 opens a store in dir holding one collection view, c1; the
+// caller closes it.
+func openWithC1(t *testing.T, dir string) *Store {
+	t.Helper()
+	ctx := context.Background()
+	s, err := Open(ctx, dir, Options{})
+	require.NoError(t, err)
+	require.NoError(t, s.Update(ctx, func(tx *Tx) error {
+		tx.PutCollection(readmodel.CollectionView{ID: "c1", Version: 1, Detail: []byte(`{}`)})
+		return nil
+	}))
+	return s
+}
+
 // TestOpenRebuildsAnOlderSchema: a store written with another schema (or
 // before schemas were recorded) opens empty, so the projector rebuilds it
 // from the streams; one of the current schema keeps its views.
@@ -156,12 +170,7 @@ func TestOpenRebuildsAnOlderSchema(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			s, err := Open(ctx, dir, Options{})
-			require.NoError(t, err)
-			require.NoError(t, s.Update(ctx, func(tx *Tx) error {
-				tx.PutCollection(readmodel.CollectionView{ID: "c1", Version: 1, Detail: []byte(`{}`)})
-				return nil
-			}))
+			s := openWithC1(t, dir)
 			if tt.schema == nil {
 				require.NoError(t, s.db.Update(func(txn *badger.Txn) error { return txn.Delete(kSchema) }))
 			} else {
@@ -169,7 +178,7 @@ func TestOpenRebuildsAnOlderSchema(t *testing.T) {
 			}
 			require.NoError(t, s.Close(ctx))
 
-			s, err = Open(ctx, dir, Options{})
+			s, err := Open(ctx, dir, Options{})
 			require.NoError(t, err)
 			defer s.Close(ctx)
 			_, err = s.Collection(ctx, "c1")
@@ -282,18 +291,12 @@ func TestViewsAreFilledWithTheCurrentQuote(t *testing.T) {
 func TestOpenAfterAKillDuringMemtableCreation(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := Open(ctx, dir, Options{})
-	require.NoError(t, err)
-	require.NoError(t, s.Update(ctx, func(tx *Tx) error {
-		tx.PutCollection(readmodel.CollectionView{ID: "c1", Version: 1, Detail: []byte(`{}`)})
-		return nil
-	}))
-	require.NoError(t, s.Close(ctx))
+	require.NoError(t, openWithC1(t, dir).Close(ctx))
 	f, err := os.Create(dir + "/00009.mem") // what the killed process left
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
 
-	s, err = Open(ctx, dir, Options{})
+	s, err := Open(ctx, dir, Options{})
 	require.NoError(t, err)
 	defer s.Close(ctx)
 	_, err = s.Collection(ctx, "c1")
