@@ -152,6 +152,7 @@ func New(cfg Config, r Reader, log zerolog.Logger) (*Server, error) {
 		IdleTimeout:           75 * time.Second,
 		BodyLimit:             16 << 10,
 		ReadBufferSize:        8 << 10,
+		WriteBufferSize:       writeBufferSize,
 	})
 	s.register()
 	return s, nil
@@ -167,3 +168,12 @@ func (s *Server) Listen(ln net.Listener) error { return s.app.Listener(ln) }
 // Shutdown stops accepting connections and waits for in-flight requests
 // until ctx is done.
 func (s *Server) Shutdown(ctx context.Context) error { return s.app.ShutdownWithContext(ctx) }
+
+// writeBufferSize is each connection's response write buffer. Fiber's
+// default, 4 KiB, sends the headers and any larger body in two writes, and
+// the syscalls are most of a request's cost; 32 KiB sends every page of up
+// to 25 items (13–16 KB) with its headers in one. fasthttp keeps the buffer
+// for a keep-alive connection's lifetime: 32 KiB per open connection (its
+// ReduceMemoryUsage would release it between requests, at the price of an
+// extra read syscall per request).
+const writeBufferSize = 32 << 10

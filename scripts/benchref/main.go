@@ -128,6 +128,7 @@ func newApp(body []byte, hs []header) *fiber.App {
 		IdleTimeout:           75 * time.Second,
 		BodyLimit:             16 << 10,
 		ReadBufferSize:        8 << 10,
+		WriteBufferSize:       32 << 10, // as marketd (httpapi.writeBufferSize)
 	})
 	app.Get("/*", func(c *fiber.Ctx) error {
 		h := &c.Response().Header
