@@ -625,7 +625,7 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 		// whose document is unchanged keeps its view (what depends on the
 		// clock, its listing's expiry, is the sweep's: TokenDeadline). A
 		// token new to the bucket has no stored hash to compare.
-		same, err := a.sameTokenDoc(k, doc, known[k])
+		same, err := a.sameTokenDoc(k, msg.Bucket, doc, known[k])
 		if err != nil {
 			return err
 		}
@@ -638,35 +638,53 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 	}
 	if old != nil {
 		for _, k := range *old {
-			if !keep[k] {
-				a.tx.Delete(store.InTokenDoc, k)
-				a.tx.Delete(store.InTokenHash, k)
-				a.putTokenMemo(k, nil)
-				a.tx.DeleteToken(k)
+			if keep[k] {
+				continue
 			}
+			// When a collection's bucket count changes its tokens move
+			// between buckets, and the bucket a token joined may have come
+			// first: such a token belongs to another bucket now and stays.
+			h, err := store.Get[tokenHash](a.tx, store.InTokenHash, k)
+			if err != nil {
+				return err
+			}
+			if h != nil && h.Bucket != msg.Bucket {
+				continue
+			}
+			a.tx.Delete(store.InTokenDoc, k)
+			a.tx.Delete(store.InTokenHash, k)
+			a.putTokenMemo(k, nil)
+			a.tx.DeleteToken(k)
 		}
 	}
 	a.tx.Put(store.InTokenBucket, keys, cid, bucket)
 	return nil
 }
 
+// tokenHash is a token's stored document hash and the bucket whose message
+// last wrote the document (the one that holds it).
+type tokenHash struct {
+	Hash   uint64 `json:"h"`
+	Bucket uint32 `json:"b"`
+}
+
 // sameTokenDoc reports whether token k's stored document hash equals that
-// of doc (its JSON), and records doc's; known false (k is new to its
-// bucket) skips the read.
-func (a *applier) sameTokenDoc(k string, doc []byte, known bool) (bool, error) {
+// of doc (its JSON), and records doc's as bucket's; known false (k is new
+// to its bucket) skips the read.
+func (a *applier) sameTokenDoc(k string, bucket uint32, doc []byte, known bool) (bool, error) {
 	h := fnv.New64a()
 	_, _ = h.Write(doc)
 	sum := h.Sum64()
 	if known {
-		old, err := store.Get[uint64](a.tx, store.InTokenHash, k)
+		old, err := store.Get[tokenHash](a.tx, store.InTokenHash, k)
 		if err != nil {
 			return false, err
 		}
-		if old != nil && *old == sum {
+		if old != nil && old.Hash == sum && old.Bucket == bucket {
 			return true, nil
 		}
 	}
-	a.tx.Put(store.InTokenHash, sum, k)
+	a.tx.Put(store.InTokenHash, tokenHash{Hash: sum, Bucket: bucket}, k)
 	return false, nil
 }
 

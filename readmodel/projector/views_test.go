@@ -414,3 +414,71 @@ func TestRatesChangeRewritesNoView(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, tok0.Version, tok0b.Version, "no token view was rewritten")
 }
+
+// TestTokensMovingBetweenBuckets: when a collection's bucket count changes,
+// ingest publishes every bucket in order, and a token leaves one bucket's
+// message and joins another's. Whichever comes first, the token must keep
+// its view: only a token that is in no bucket any more is deleted.
+func TestTokensMovingBetweenBuckets(t *testing.T) {
+	tok := func(id string) readmodel.TokenDoc {
+		return readmodel.TokenDoc{Chain: readmodel.Ethereum, ContractAddress: contract, TokenID: id, CollectionID: cid, OwnerAddress: "0xholder"}
+	}
+	bucket := func(b uint32, ids ...string) *readmodel.Message {
+		docs := []readmodel.TokenDoc{}
+		for _, id := range ids {
+			docs = append(docs, tok(id))
+		}
+		return &readmodel.Message{Kind: readmodel.KindTokens, CollectionID: cid, Bucket: b, Tokens: docs}
+	}
+	tests := []struct {
+		name     string
+		before   []*readmodel.Message
+		after    []*readmodel.Message
+		together bool // the after messages in one batch
+		live     []string
+		gone     []string
+	}{
+		{"shrink 2→1: bucket 0 takes 2 and 4, then bucket 1 empties",
+			[]*readmodel.Message{bucket(0, "1", "3"), bucket(1, "2", "4")},
+			[]*readmodel.Message{bucket(0, "1", "2", "3", "4"), bucket(1)}, false,
+			[]string{"1", "2", "3", "4"}, nil},
+		{"shrink 2→1 in one batch",
+			[]*readmodel.Message{bucket(0, "1", "3"), bucket(1, "2", "4")},
+			[]*readmodel.Message{bucket(0, "1", "2", "3", "4"), bucket(1)}, true,
+			[]string{"1", "2", "3", "4"}, nil},
+		{"grow 1→2: bucket 0 gives up 2 and 4, bucket 1 takes them",
+			[]*readmodel.Message{bucket(0, "1", "2", "3", "4")},
+			[]*readmodel.Message{bucket(0, "1", "3"), bucket(1, "2", "4")}, false,
+			[]string{"1", "2", "3", "4"}, nil},
+		{"shrink with a token gone for good",
+			[]*readmodel.Message{bucket(0, "1", "3"), bucket(1, "2", "4")},
+			[]*readmodel.Message{bucket(0, "1", "2", "3"), bucket(1)}, false,
+			[]string{"1", "2", "3"}, []string{"4"}},
+		{"a token moved, then dropped by its new bucket",
+			[]*readmodel.Message{bucket(0, "1"), bucket(1, "2")},
+			[]*readmodel.Message{bucket(0, "1", "2"), bucket(1), bucket(0, "1")}, false,
+			[]string{"1"}, []string{"2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := mustEnv(t)
+			ctx := context.Background()
+			e.run(append([]*readmodel.Message{docMsg(evmDoc(cid, readmodel.Ethereum, contract))}, tt.before...)...)
+			if tt.together {
+				e.run(tt.after...)
+			} else {
+				for _, m := range tt.after {
+					e.run(m)
+				}
+			}
+			for _, id := range tt.live {
+				_, err := e.st.Token(ctx, readmodel.Ethereum, contract, id)
+				assert.NoError(t, err, "token %s", id)
+			}
+			for _, id := range tt.gone {
+				_, err := e.st.Token(ctx, readmodel.Ethereum, contract, id)
+				assert.Equal(t, readmodel.NotFound, readmodel.ErrorCode(err), "token %s", id)
+			}
+		})
+	}
+}

@@ -190,7 +190,8 @@ func (s *Store) CollectGarbage(stop <-chan struct{}) int {
 //
 //	2: bodies carry USD slots (readmodel.TemplateUSD) instead of usd values
 //	3: a token view's deadline is stored with it (no i/dt/ keys)
-const Schema = "3"
+//	4: a token's document hash record names the bucket that holds it
+const Schema = "4"
 
 func (s *Store) checkSchema() error {
 	cur, ok, err := s.get(kSchema)

@@ -227,7 +227,7 @@ const (
 	InTokenDoc                     // (token key) token document
 	InTokenBucket                  // (cid, bucket) token keys of a bucket
 	InJob                          // (name) node-local job state
-	InTokenHash                    // (token key) hash of the token document its view was rendered from
+	InTokenHash                    // (token key) hash of the token document its view was rendered from, and its bucket
 )
 
 func inputKey(kind InputKind, parts []string) []byte {
