@@ -137,9 +137,11 @@ func openAndServe(ctx context.Context, n *node, cfg config.Config, log zerolog.L
 		n.add("first-cycle", func(context.Context) error { <-first; return nil })
 		go func() {
 			defer close(first)
-			if _, err := adm.RunIngest(ctx); err != nil && ctx.Err() == nil {
-				log.Error().Err(err).Msg("first ingest cycle failed; the schedule will retry")
-				return
+			if _, err := adm.RunIngest(ctx); err != nil {
+				if ctx.Err() == nil {
+					log.Error().Err(err).Msg("first ingest cycle failed; the schedule will retry")
+				}
+				return // a shutdown cut the first cycle short: not ready
 			}
 			adm.ready.Store(true)
 			log.Info().Msg("first cycle projected; ready")
