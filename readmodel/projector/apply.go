@@ -1,6 +1,7 @@
 package projector
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"hash/fnv"
 	"reflect"
@@ -164,9 +165,16 @@ func (a *applier) token(k string) (*tokenInput, error) {
 	if t, ok := a.toks[k]; ok {
 		return t, nil
 	}
-	t, err := store.Get[tokenInput](a.tx, store.InTokenDoc, k)
+	raw, err := a.tx.GetRaw(store.InTokenDoc, k)
 	if err != nil {
 		return nil, err
+	}
+	var t *tokenInput
+	if rec, ok := parseTokenRecord(raw); ok {
+		t = new(tokenInput)
+		if err := json.Unmarshal(rec.input, t); err != nil {
+			return nil, err
+		}
 	}
 	a.putTokenMemo(k, t)
 	return t, nil
@@ -615,20 +623,24 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 		if err != nil {
 			return err
 		}
-		// The stored input is tokenInput's JSON, built around the one
-		// encoding of the document that also gives its hash.
-		raw := make([]byte, 0, len(doc)+len(observed)+24)
-		raw = append(append(append(append(raw, `{"observedAt":`...), observed...), `,"doc":`...), doc...)
-		a.tx.PutRaw(store.InTokenDoc, append(raw, '}'), k)
-		a.putTokenMemo(k, ti)
+		h := fnv.New64a()
+		_, _ = h.Write(doc)
+		sum := h.Sum64()
 		// A bucket is republished when any of its tokens changed; a token
 		// whose document is unchanged keeps its view (what depends on the
 		// clock, its listing's expiry, is the sweep's: TokenDeadline). A
-		// token new to the bucket has no stored hash to compare.
-		same, err := a.sameTokenDoc(k, msg.Bucket, doc, known[k])
-		if err != nil {
-			return err
+		// token new to the bucket has no record here to compare.
+		same := false
+		if known[k] {
+			raw, err := a.tx.GetRaw(store.InTokenDoc, k)
+			if err != nil {
+				return err
+			}
+			old, ok := parseTokenRecord(raw)
+			same = ok && old.hash == sum && old.bucket == msg.Bucket
 		}
+		a.tx.PutRaw(store.InTokenDoc, appendTokenRecord(nil, sum, msg.Bucket, observed, doc), k)
+		a.putTokenMemo(k, ti)
 		if same {
 			continue
 		}
@@ -644,15 +656,14 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 			// When a collection's bucket count changes its tokens move
 			// between buckets, and the bucket a token joined may have come
 			// first: such a token belongs to another bucket now and stays.
-			h, err := store.Get[tokenHash](a.tx, store.InTokenHash, k)
+			raw, err := a.tx.GetRaw(store.InTokenDoc, k)
 			if err != nil {
 				return err
 			}
-			if h != nil && h.Bucket != msg.Bucket {
+			if rec, ok := parseTokenRecord(raw); ok && rec.bucket != msg.Bucket {
 				continue
 			}
 			a.tx.Delete(store.InTokenDoc, k)
-			a.tx.Delete(store.InTokenHash, k)
 			a.putTokenMemo(k, nil)
 			a.tx.DeleteToken(k)
 		}
@@ -661,31 +672,40 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 	return nil
 }
 
-// tokenHash is a token's stored document hash and the bucket whose message
-// last wrote the document (the one that holds it).
-type tokenHash struct {
-	Hash   uint64 `json:"h"`
-	Bucket uint32 `json:"b"`
+// A token's stored input (store.InTokenDoc) is a tokenRecordHeader-byte
+// header, the FNV-64a hash of its document's JSON and the bucket whose
+// message wrote it (big endian), then tokenInput's JSON, built around the
+// one encoding of the document that also gives the hash. One record per
+// token: the hash decides whether a republished bucket's token needs a new
+// view, the bucket whether a bucket that no longer lists it may delete it.
+const tokenRecordHeader = 12
+
+type tokenRecord struct {
+	hash   uint64
+	bucket uint32
+	input  []byte // tokenInput's JSON
 }
 
-// sameTokenDoc reports whether token k's stored document hash equals that
-// of doc (its JSON), and records doc's as bucket's; known false (k is new
-// to its bucket) skips the read.
-func (a *applier) sameTokenDoc(k string, bucket uint32, doc []byte, known bool) (bool, error) {
-	h := fnv.New64a()
-	_, _ = h.Write(doc)
-	sum := h.Sum64()
-	if known {
-		old, err := store.Get[tokenHash](a.tx, store.InTokenHash, k)
-		if err != nil {
-			return false, err
-		}
-		if old != nil && old.Hash == sum && old.Bucket == bucket {
-			return true, nil
-		}
+// appendTokenRecord appends the record of a document (doc: its JSON) seen
+// at observed (JSON) in bucket to b.
+func appendTokenRecord(b []byte, sum uint64, bucket uint32, observed, doc []byte) []byte {
+	b = binary.BigEndian.AppendUint64(b, sum)
+	b = binary.BigEndian.AppendUint32(b, bucket)
+	b = append(append(append(b, `{"observedAt":`...), observed...), `,"doc":`...)
+	return append(append(b, doc...), '}')
+}
+
+// parseTokenRecord splits a stored record; ok is false for nil or a record
+// too short to hold its header.
+func parseTokenRecord(raw []byte) (tokenRecord, bool) {
+	if len(raw) < tokenRecordHeader {
+		return tokenRecord{}, false
 	}
-	a.tx.Put(store.InTokenHash, tokenHash{Hash: sum, Bucket: bucket}, k)
-	return false, nil
+	return tokenRecord{
+		hash:   binary.BigEndian.Uint64(raw),
+		bucket: binary.BigEndian.Uint32(raw[8:]),
+		input:  raw[tokenRecordHeader:],
+	}, true
 }
 
 // renderToken re-renders the token view of key k from its document and

@@ -39,8 +39,8 @@ var (
 	pRegistry    = []byte("i/c/")
 	pTokenDoc    = []byte("i/td/")
 	pTokenBucket = []byte("i/tb/")
-	pTokenHash   = []byte("i/th/")
-	_            = []byte("i/s/") // sale rows, read only by USD re-renders (gone): do not reuse
+	_            = []byte("i/th/") // token document hashes before schema 5 (now in the document record): do not reuse
+	_            = []byte("i/s/")  // sale rows, read only by USD re-renders (gone): do not reuse
 	pSaleKey     = []byte("i/sk/")
 	pBrowseBack  = []byte("i/bk/")
 	pDeadline    = []byte("i/dl/")

@@ -191,7 +191,8 @@ func (s *Store) CollectGarbage(stop <-chan struct{}) int {
 //	2: bodies carry USD slots (readmodel.TemplateUSD) instead of usd values
 //	3: a token view's deadline is stored with it (no i/dt/ keys)
 //	4: a token's document hash record names the bucket that holds it
-const Schema = "4"
+//	5: a token's document record carries its hash and bucket (no i/th/ keys)
+const Schema = "5"
 
 func (s *Store) checkSchema() error {
 	cur, ok, err := s.get(kSchema)

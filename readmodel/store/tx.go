@@ -207,7 +207,18 @@ func Get[T any](t *Tx, kind InputKind, parts ...string) (*T, error) {
 // Put stores v as the JSON input under (kind, parts).
 func (t *Tx) Put(kind InputKind, v any, parts ...string) { t.putJSON(inputKey(kind, parts), v) }
 
-// PutRaw stores an input already encoded as JSON (what Get decodes).
+// GetRaw returns a copy of the input stored under (kind, parts), nil when
+// there is none.
+func (t *Tx) GetRaw(kind InputKind, parts ...string) ([]byte, error) {
+	v, _, err := t.getRaw(inputKey(kind, parts))
+	if err != nil {
+		t.err = errors.Join(t.err, err)
+	}
+	return v, err
+}
+
+// PutRaw stores an input as given: JSON that Get decodes, or a record only
+// GetRaw reads back.
 func (t *Tx) PutRaw(kind InputKind, b []byte, parts ...string) { t.set(inputKey(kind, parts), b) }
 
 // Delete removes the input under (kind, parts).
@@ -224,10 +235,9 @@ const (
 	InStatus                       // (source, cid) poll status
 	InRates                        // () USD rates
 	InLastGood                     // (cid) last-good buyer floor
-	InTokenDoc                     // (token key) token document
+	InTokenDoc                     // (token key) token document (the projector's own record format)
 	InTokenBucket                  // (cid, bucket) token keys of a bucket
 	InJob                          // (name) node-local job state
-	InTokenHash                    // (token key) hash of the token document its view was rendered from, and its bucket
 )
 
 func inputKey(kind InputKind, parts []string) []byte {
@@ -252,8 +262,6 @@ func inputKey(kind InputKind, parts []string) []byte {
 		return key(pTokenBucket, parts...)
 	case InJob:
 		return key(pJob, parts...)
-	case InTokenHash:
-		return key(pTokenHash, parts...)
 	}
 	return key([]byte("i/?/"), parts...)
 }
