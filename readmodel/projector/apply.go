@@ -3,6 +3,7 @@ package projector
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"hash/fnv"
 	"reflect"
 	"sort"
@@ -61,17 +62,57 @@ type applier struct {
 	retention time.Duration
 	seq       uint64
 	version   uint64
-	books     map[string]*rowsInput  // listing rows read or written in this transaction, by source and collection
-	toks      map[string]*tokenInput // token documents read or written in this transaction
-	tokenNow  time.Time              // a sweep's clock for token listing liveness; zero: observation times
+	books     map[string]*rowsInput   // listing rows read or written in this transaction, by source and collection
+	toks      map[string]*tokenInput  // token documents read or written in this transaction
+	statuses  map[string]*statusInput // stored statuses read or written in this transaction, by source and collection
+	tokenNow  time.Time               // a sweep's clock for token listing liveness; zero: observation times
 
 	// deferred collects what a batch of messages touches and renders it
-	// once, in flush, instead of after every message.
+	// once, in flush, instead of after every message. held (a replay
+	// build) keeps the collection renders in coll past flush: the build
+	// renders them once at its end (Projector.renderHeld).
 	deferred bool
-	dirty    map[string]int       // collection → parts
-	dirtyAt  map[string]time.Time // collection → now of the last message touching it
-	dirtyTok map[string]bool      // token keys
+	held     bool
+	drained  bool            // held renders were just drained: render this batch's in its transaction
+	coll     *pending        // collection renders marked (deferred)
+	dirtyTok map[string]bool // token keys marked (deferred)
 }
+
+// pending is the collection renders a deferred applier has marked: the
+// parts, and the time of the last message touching each collection (the
+// "now" it is rendered as of).
+type pending struct {
+	parts map[string]int
+	at    map[string]time.Time
+}
+
+func newPending() *pending {
+	return &pending{parts: map[string]int{}, at: map[string]time.Time{}}
+}
+
+func (p *pending) mark(cid string, parts int, at time.Time) {
+	p.parts[cid] |= parts
+	p.at[cid] = at
+}
+
+// ids returns the marked collections in order.
+func (p *pending) ids() []string {
+	ids := make([]string, 0, len(p.parts))
+	for id := range p.parts {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// errDrainHeld asks the build to render its held collections before the
+// message (a source-wide listing failure) is applied: see apply.
+var errDrainHeld = errors.New("projector: held renders must be drained first")
+
+// heldInTxn is how many held collections one transaction renders, both
+// in Projector.renderHeld and when a source-wide listing failure needs
+// them rendered first.
+const heldInTxn = 64
 
 // render renders (or, deferred, marks for flush) the given parts of
 // collection cid.
@@ -79,11 +120,10 @@ func (a *applier) render(cid string, parts int) error {
 	if !a.deferred {
 		return a.renderNow(cid, parts)
 	}
-	if a.dirty == nil {
-		a.dirty, a.dirtyAt, a.dirtyTok = map[string]int{}, map[string]time.Time{}, map[string]bool{}
+	if a.coll == nil {
+		a.coll = newPending()
 	}
-	a.dirty[cid] |= parts
-	a.dirtyAt[cid] = a.now
+	a.coll.mark(cid, parts, a.now)
 	return nil
 }
 
@@ -92,24 +132,19 @@ func (a *applier) touchToken(k string) error {
 	if !a.deferred {
 		return a.renderToken(k)
 	}
-	if a.dirty == nil {
-		a.dirty, a.dirtyAt, a.dirtyTok = map[string]int{}, map[string]time.Time{}, map[string]bool{}
+	if a.dirtyTok == nil {
+		a.dirtyTok = map[string]bool{}
 	}
 	a.dirtyTok[k] = true
 	return nil
 }
 
-// flush renders everything marked since the last flush, in a
-// deterministic order, each collection as of its last message.
+// flush renders everything marked since the last flush (collections only
+// when not held), in a deterministic order, each collection as of its
+// last message.
 func (a *applier) flush() error {
-	ids := make([]string, 0, len(a.dirty))
-	for id := range a.dirty {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		a.now = a.dirtyAt[id]
-		if err := a.renderNow(id, a.dirty[id]); err != nil {
+	if a.coll != nil && !a.held {
+		if err := a.renderMarked(a.coll.ids()); err != nil {
 			return err
 		}
 	}
@@ -123,7 +158,27 @@ func (a *applier) flush() error {
 			return err
 		}
 	}
-	a.dirty, a.dirtyAt, a.dirtyTok = nil, nil, nil
+	a.dirtyTok = nil
+	return nil
+}
+
+// renderMarked renders the marked collections ids (those not marked are
+// skipped), each as of its last message, and unmarks them.
+func (a *applier) renderMarked(ids []string) error {
+	now := a.now
+	defer func() { a.now = now }()
+	for _, id := range ids {
+		parts, ok := a.coll.parts[id]
+		if !ok {
+			continue
+		}
+		a.now = a.coll.at[id]
+		if err := a.renderNow(id, parts); err != nil {
+			return err
+		}
+		delete(a.coll.parts, id)
+		delete(a.coll.at, id)
+	}
 	return nil
 }
 
@@ -231,11 +286,11 @@ func tmplTimed(tb readmodel.TimedBody) readmodel.TimedBody {
 // status returns the latest status of (src, cid), or of the source-wide
 // (src, "") poll when that one came later.
 func (a *applier) status(src readmodel.Source, cid string) (*statusInput, error) {
-	s, err := store.Get[statusInput](a.tx, store.InStatus, string(src), cid)
+	s, err := a.storedStatus(src, cid)
 	if err != nil || cid == "" {
 		return s, err
 	}
-	w, err := store.Get[statusInput](a.tx, store.InStatus, string(src), "")
+	w, err := a.storedStatus(src, "")
 	if err != nil {
 		return nil, err
 	}
@@ -243,6 +298,35 @@ func (a *applier) status(src readmodel.Source, cid string) (*statusInput, error)
 		return w, nil
 	}
 	return s, nil
+}
+
+// storedStatus returns the stored status of (src, cid) exactly as stored
+// (cid "" is the source-wide poll), decoding each at most once per
+// transaction: rendering a collection asks for five statuses and each of
+// those for its source-wide one, which at 100,000 collections made status
+// reads about a twelfth of a replay's CPU. putStatus keeps the memo current.
+func (a *applier) storedStatus(src readmodel.Source, cid string) (*statusInput, error) {
+	k := string(src) + "\x00" + cid
+	if st, ok := a.statuses[k]; ok {
+		return st, nil
+	}
+	st, err := store.Get[statusInput](a.tx, store.InStatus, string(src), cid)
+	if err != nil {
+		return nil, err
+	}
+	if a.statuses == nil {
+		a.statuses = map[string]*statusInput{}
+	}
+	a.statuses[k] = st
+	return st, nil
+}
+
+func (a *applier) putStatus(src readmodel.Source, cid string, st statusInput) {
+	a.tx.Put(store.InStatus, st, string(src), cid)
+	if a.statuses == nil {
+		a.statuses = map[string]*statusInput{}
+	}
+	a.statuses[string(src)+"\x00"+cid] = &st
 }
 
 func failed(s *statusInput) bool { return s != nil && !s.Status.OK }
@@ -294,15 +378,29 @@ func (a *applier) apply(msg *readmodel.Message) error {
 		}
 		return nil
 	case readmodel.KindStatus:
-		if !msg.Status.OK && (msg.Source == readmodel.SourceOrderBook || msg.Source == readmodel.SourceIndexerMirror) && len(a.dirty) > 0 {
+		if !msg.Status.OK && (msg.Source == readmodel.SourceOrderBook || msg.Source == readmodel.SourceIndexerMirror) && a.coll != nil && len(a.coll.parts) > 0 {
 			// A listing source failing can end a collection's last good
 			// buyer floor: render what is pending first, so the last good
 			// value is the one an unbatched apply would have recorded.
-			now := a.now
-			if err := a.flush(); err != nil {
+			// A build renders only the failing collection's, or, for a
+			// source-wide failure, all it holds: in this transaction when
+			// they are few, else after committing what it has.
+			var err error
+			switch {
+			case !a.held:
+				now := a.now
+				err = a.flush()
+				a.now = now
+			case cid != "":
+				err = a.renderMarked([]string{cid})
+			case len(a.coll.parts) > heldInTxn && !a.drained:
+				return errDrainHeld
+			default:
+				err = a.renderMarked(a.coll.ids())
+			}
+			if err != nil {
 				return err
 			}
-			a.now = now
 		}
 		var wasFailed bool
 		if cid != "" && msg.Status.OK {
@@ -312,7 +410,7 @@ func (a *applier) apply(msg *readmodel.Message) error {
 			}
 			wasFailed = failed(prev)
 		}
-		a.tx.Put(store.InStatus, statusInput{Seq: a.seq, Status: *msg.Status}, string(msg.Source), cid)
+		a.putStatus(msg.Source, cid, statusInput{Seq: a.seq, Status: *msg.Status})
 		if cid != "" && msg.Status.OK && !wasFailed {
 			// Still healthy: no view shows anything of an OK status but
 			// that it is not failed (the first cycle carries one per

@@ -79,8 +79,8 @@ func applyDeferred(t *testing.T, st *store.Store, seq uint64, msg *readmodel.Mes
 		if err := a.apply(msg); err != nil {
 			return err
 		}
-		for k := range a.dirty {
-			collections = append(collections, k)
+		if a.coll != nil {
+			collections = a.coll.ids()
 		}
 		for k := range a.dirtyTok {
 			tokens = append(tokens, k)

@@ -85,6 +85,10 @@ type Projector struct {
 	opened  bool
 	changed chan struct{}
 
+	// held, during a replay build, collects collection renders until the
+	// end of the build (see renderHeldLocked); nil otherwise.
+	held *pending
+
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	rows   atomic.Int64 // rows applied (listing, token and sale rows; 1 per other message)
@@ -499,10 +503,10 @@ func (p *Projector) applyLocked(ctx context.Context, i int, batch []delivered) e
 		}
 		ds[k].msg = msg
 	}
-	apply := func(part []decoded) error {
+	apply := func(part []decoded, drained bool) error {
 		var rows int64
 		err := p.st.Update(ctx, func(tx *store.Tx) error {
-			a := &applier{tx: tx, retention: p.opts.RowRetention, deferred: true}
+			a := &applier{tx: tx, retention: p.opts.RowRetention, deferred: true, coll: p.held, held: p.held != nil, drained: drained}
 			for _, d := range part {
 				if d.msg == nil {
 					continue
@@ -528,17 +532,29 @@ func (p *Projector) applyLocked(ctx context.Context, i int, batch []delivered) e
 		}
 		return err
 	}
-	err := apply(ds)
+	// A build holding more renders than one transaction takes drains them
+	// before a message that needs them rendered (errDrainHeld), then
+	// applies the batch again (applying is idempotent).
+	applyOrDrain := func(part []decoded) error {
+		err := apply(part, false)
+		if errors.Is(err, errDrainHeld) {
+			if err = p.renderHeldLocked(ctx); err == nil {
+				err = apply(part, true)
+			}
+		}
+		return err
+	}
+	err := applyOrDrain(ds)
 	if err == nil || !errors.Is(err, store.ErrTooBig) {
 		return err
 	}
 	for k := range ds { // too big together: one transaction each
-		err := apply(ds[k : k+1])
+		err := applyOrDrain(ds[k : k+1])
 		if err != nil && errors.Is(err, store.ErrTooBig) {
 			p.log.Error().Err(err).Str("stream", streamNames[i]).Uint64("seq", ds[k].sp.Seq).Msg("message too large for one transaction; skipped")
 			skip := ds[k]
 			skip.msg = nil
-			err = apply([]decoded{skip})
+			err = apply([]decoded{skip}, false)
 		}
 		if err != nil {
 			return err
@@ -567,6 +583,12 @@ func (p *Projector) runJobLocked(ctx context.Context) error {
 				done = true
 				return err
 			}
+			if p.held != nil {
+				// The job renders every collection as of now, after (and
+				// so instead of) whatever a build holds.
+				clear(p.held.parts)
+				clear(p.held.at)
+			}
 			ids, err := tx.Collections(j.After, p.opts.RerenderBatch)
 			if err != nil {
 				return err
@@ -590,6 +612,27 @@ func (p *Projector) runJobLocked(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// renderHeldLocked renders the collection renders a replay build holds,
+// heldInTxn collections per transaction, each as of its last message.
+func (p *Projector) renderHeldLocked(ctx context.Context) error {
+	if p.held == nil {
+		return nil
+	}
+	ids := p.held.ids()
+	for len(ids) > 0 {
+		n := min(heldInTxn, len(ids))
+		err := p.st.Update(ctx, func(tx *store.Tx) error {
+			a := &applier{tx: tx, retention: p.opts.RowRetention, coll: p.held}
+			return a.renderMarked(ids[:n])
+		})
+		if err != nil {
+			return err
+		}
+		ids = ids[n:]
+	}
+	return nil
 }
 
 // Sweep re-projects, as of now, the token views whose listing expired and

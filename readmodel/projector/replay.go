@@ -243,6 +243,19 @@ func (p *Projector) replayAll(ctx context.Context, w io.Writer, every time.Durat
 		return 0, err
 	}
 	pr := newProgress(w, every, heads, p)
+	// A build serves nobody until it is swapped in, so it renders each
+	// collection's views once, at the end, instead of after each of its
+	// messages: in a first cycle a collection's document, stats,
+	// analytics and two listing sets arrive far apart, each rendering the
+	// same views again. Token views and sales are still written per batch.
+	p.applyMu.Lock()
+	p.held = newPending()
+	p.applyMu.Unlock()
+	defer func() {
+		p.applyMu.Lock()
+		p.held = nil
+		p.applyMu.Unlock()
+	}()
 	n := 0
 	for i := range p.iters {
 		k, err := p.drain(ctx, i, []uint64{heads.State, heads.Sales}[i], func(k int) { pr.tick(k) })
@@ -250,6 +263,13 @@ func (p *Projector) replayAll(ctx context.Context, w io.Writer, every time.Durat
 		if err != nil {
 			return n, err
 		}
+	}
+	p.applyMu.Lock()
+	err = p.renderHeldLocked(ctx)
+	p.held = nil
+	p.applyMu.Unlock()
+	if err != nil {
+		return n, err
 	}
 	_, err = p.Sweep(ctx, p.opts.Now())
 	pr.tick(-1)
