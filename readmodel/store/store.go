@@ -50,8 +50,8 @@ type Options struct {
 	// package comment).
 	SyncWrites bool
 	// MemTableSize is Badger's memtable size in bytes (it also bounds one
-	// transaction to about 15 % of it); 0 means 16 MiB (values over 1 KiB live in the value log, so
-	// memtables hold keys and pointers).
+	// transaction to about 15 % of it); 0 means 16 MiB (values over 64
+	// bytes live in the value log, so memtables hold keys and pointers).
 	MemTableSize int64
 	// GCInterval is how often value-log space of rewritten views is
 	// reclaimed; 0 means 1 minute, negative disables it.
