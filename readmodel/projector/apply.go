@@ -191,27 +191,39 @@ func (a *applier) orderBook(cid string) (*rowsInput, error) {
 // rows returns the stored rows of (src, cid), nil when none, decoding each
 // at most once per transaction (putRows keeps the memo current).
 func (a *applier) rows(src readmodel.Source, cid string) (*rowsInput, error) {
-	k := string(src) + "\x00" + cid
-	if r, ok := a.books[k]; ok {
-		return r, nil
-	}
-	r, err := store.Get[rowsInput](a.tx, store.InRows, string(src), cid)
-	if err != nil {
-		return nil, err
-	}
-	if a.books == nil {
-		a.books = map[string]*rowsInput{}
-	}
-	a.books[k] = r
-	return r, nil
+	return memoGet(a, &a.books, store.InRows, src, cid)
 }
 
 func (a *applier) putRows(src readmodel.Source, cid string, in *rowsInput) {
-	a.tx.Put(store.InRows, in, string(src), cid)
-	if a.books == nil {
-		a.books = map[string]*rowsInput{}
+	memoPut(a, &a.books, store.InRows, src, cid, in)
+}
+
+// memoGet returns the input of kind stored under (src, cid), nil when
+// none, reading and decoding it at most once per transaction: memo holds
+// what this transaction read or wrote (memoPut).
+func memoGet[T any](a *applier, memo *map[string]*T, kind store.InputKind, src readmodel.Source, cid string) (*T, error) {
+	k := string(src) + "\x00" + cid
+	if v, ok := (*memo)[k]; ok {
+		return v, nil
 	}
-	a.books[string(src)+"\x00"+cid] = in
+	v, err := store.Get[T](a.tx, kind, string(src), cid)
+	if err != nil {
+		return nil, err
+	}
+	if *memo == nil {
+		*memo = map[string]*T{}
+	}
+	(*memo)[k] = v
+	return v, nil
+}
+
+// memoPut stores v under (src, cid) and keeps memo current.
+func memoPut[T any](a *applier, memo *map[string]*T, kind store.InputKind, src readmodel.Source, cid string, v *T) {
+	a.tx.Put(kind, v, string(src), cid)
+	if *memo == nil {
+		*memo = map[string]*T{}
+	}
+	(*memo)[string(src)+"\x00"+cid] = v
 }
 
 // token returns the stored token document k, nil when none, decoding it at
@@ -306,27 +318,11 @@ func (a *applier) status(src readmodel.Source, cid string) (*statusInput, error)
 // those for its source-wide one, which at 100,000 collections made status
 // reads about a twelfth of a replay's CPU. putStatus keeps the memo current.
 func (a *applier) storedStatus(src readmodel.Source, cid string) (*statusInput, error) {
-	k := string(src) + "\x00" + cid
-	if st, ok := a.statuses[k]; ok {
-		return st, nil
-	}
-	st, err := store.Get[statusInput](a.tx, store.InStatus, string(src), cid)
-	if err != nil {
-		return nil, err
-	}
-	if a.statuses == nil {
-		a.statuses = map[string]*statusInput{}
-	}
-	a.statuses[k] = st
-	return st, nil
+	return memoGet(a, &a.statuses, store.InStatus, src, cid)
 }
 
 func (a *applier) putStatus(src readmodel.Source, cid string, st statusInput) {
-	a.tx.Put(store.InStatus, st, string(src), cid)
-	if a.statuses == nil {
-		a.statuses = map[string]*statusInput{}
-	}
-	a.statuses[string(src)+"\x00"+cid] = &st
+	memoPut(a, &a.statuses, store.InStatus, src, cid, &st)
 }
 
 func failed(s *statusInput) bool { return s != nil && !s.Status.OK }

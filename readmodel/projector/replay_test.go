@@ -53,7 +53,7 @@ func TestReplayWithListingFailuresEqualsLive(t *testing.T) {
 	e := mustEnv(t)
 	first := cycle(80, 1)
 	e.run(first...)
-	one := "ethereum_0x0030" // not among the collections that move on
+	one := "ethereum_0x0030"   // not among the collections that move on
 	gone := t0.Add(-time.Hour) // last good long before: no rows retained
 	e.run(statusMsg(readmodel.SourceIndexerMirror, one, false, gone), statusMsg(readmodel.SourceOrderBook, one, false, gone))
 	e.run(cycle(80, 2)[:40]...) // some collections move on
