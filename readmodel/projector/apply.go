@@ -70,7 +70,7 @@ type applier struct {
 	// deferred collects what a batch of messages touches and renders it
 	// once, in flush, instead of after every message. held (a replay
 	// build) keeps the collection renders in coll past flush: the build
-	// renders them once at its end (Projector.renderHeld).
+	// renders them once at its end (Projector.renderHeldLocked).
 	deferred bool
 	held     bool
 	drained  bool            // held renders were just drained: render this batch's in its transaction
@@ -110,7 +110,7 @@ func (p *pending) ids() []string {
 var errDrainHeld = errors.New("projector: held renders must be drained first")
 
 // heldInTxn is how many held collections one transaction renders, both
-// in Projector.renderHeld and when a source-wide listing failure needs
+// in Projector.renderHeldLocked and when a source-wide listing failure needs
 // them rendered first.
 const heldInTxn = 64
 
