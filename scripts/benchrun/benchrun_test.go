@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -347,6 +348,49 @@ func TestFindFlag(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, findFlag(tc.help, "sim-tokens"))
+		})
+	}
+}
+
+// TestFreshnessIgnoresCursorRollover: a cursor carries its expiry rounded
+// to the minute, so a page's body changes at each minute boundary with no
+// change upstream. The watch must not count that as the tick's change,
+// while a change of the items still counts.
+func TestFreshnessIgnoresCursorRollover(t *testing.T) {
+	tests := []struct {
+		name       string
+		itemsMove  bool // the tick changes the page's items
+		wantChange bool
+	}{
+		{"only the cursor changes", false, false},
+		{"the items change too", true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var reads, ticks atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch {
+				case r.Method == http.MethodPost && r.URL.Path == "/_sim/tick":
+					ticks.Add(1)
+				case r.Method == http.MethodPost && r.URL.Path == "/admin/ingest":
+					fmt.Fprintf(w, `{"end":%q}`, time.Now().UTC().Format(time.RFC3339Nano))
+				default:
+					item := 0
+					if tt.itemsMove {
+						item = int(ticks.Load())
+					}
+					// A new cursor on every read, as if a minute passed each time.
+					fmt.Fprintf(w, `{"data":[%d],"pagination":{"nextCursor":"c%d","hasMore":true}}`, item, reads.Add(1))
+				}
+			}))
+			t.Cleanup(srv.Close)
+			ctx := context.Background()
+			paths := []string{"/v1/collections/ethereum_0xa/sales?limit=100"}
+			base := stableBaseline(ctx, srv.URL, paths)
+			require.Contains(t, base, paths[0], "a page differing only in its cursor is watched")
+			s, _, err := freshOnce(ctx, srv.URL, srv.URL, srv.URL, base, 1, 10*time.Second, 100*time.Millisecond)
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantChange, s.Observed)
 		})
 	}
 }
