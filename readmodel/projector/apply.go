@@ -232,12 +232,12 @@ func (a *applier) token(k string) (*tokenInput, error) {
 	if t, ok := a.toks[k]; ok {
 		return t, nil
 	}
-	raw, err := a.tx.GetRaw(store.InTokenDoc, k)
+	rec, ok, err := a.tokenRecord(k)
 	if err != nil {
 		return nil, err
 	}
 	var t *tokenInput
-	if rec, ok := parseTokenRecord(raw); ok {
+	if ok {
 		t = new(tokenInput)
 		if err := json.Unmarshal(rec.input, t); err != nil {
 			return nil, err
@@ -726,11 +726,10 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 		// token new to the bucket has no record here to compare.
 		same := false
 		if known[k] {
-			raw, err := a.tx.GetRaw(store.InTokenDoc, k)
+			old, ok, err := a.tokenRecord(k)
 			if err != nil {
 				return err
 			}
-			old, ok := parseTokenRecord(raw)
 			same = ok && old.hash == sum && old.bucket == msg.Bucket
 		}
 		a.tx.PutRaw(store.InTokenDoc, appendTokenRecord(nil, sum, msg.Bucket, observed, doc), k)
@@ -750,11 +749,11 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 			// When a collection's bucket count changes its tokens move
 			// between buckets, and the bucket a token joined may have come
 			// first: such a token belongs to another bucket now and stays.
-			raw, err := a.tx.GetRaw(store.InTokenDoc, k)
+			rec, ok, err := a.tokenRecord(k)
 			if err != nil {
 				return err
 			}
-			if rec, ok := parseTokenRecord(raw); ok && rec.bucket != msg.Bucket {
+			if ok && rec.bucket != msg.Bucket {
 				continue
 			}
 			a.tx.Delete(store.InTokenDoc, k)
@@ -787,6 +786,17 @@ func appendTokenRecord(b []byte, sum uint64, bucket uint32, observed, doc []byte
 	b = binary.BigEndian.AppendUint32(b, bucket)
 	b = append(append(append(b, `{"observedAt":`...), observed...), `,"doc":`...)
 	return append(append(b, doc...), '}')
+}
+
+// tokenRecord reads token k's stored record; ok is false when there is
+// none.
+func (a *applier) tokenRecord(k string) (tokenRecord, bool, error) {
+	raw, err := a.tx.GetRaw(store.InTokenDoc, k)
+	if err != nil {
+		return tokenRecord{}, false, err
+	}
+	rec, ok := parseTokenRecord(raw)
+	return rec, ok, nil
 }
 
 // parseTokenRecord splits a stored record; ok is false for nil or a record

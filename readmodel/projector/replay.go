@@ -266,7 +266,6 @@ func (p *Projector) replayAll(ctx context.Context, w io.Writer, every time.Durat
 	}
 	p.applyMu.Lock()
 	err = p.renderHeldLocked(ctx)
-	p.held = nil
 	p.applyMu.Unlock()
 	if err != nil {
 		return n, err
