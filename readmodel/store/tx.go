@@ -346,7 +346,7 @@ func (t *Tx) PutToken(tokenKey string, v readmodel.TokenView, deadline time.Time
 	if old != nil {
 		was = tokenDeadline(old)
 	}
-	t.indexTokenDeadline(tokenKey, was, ms)
+	t.moveDeadline(pTokenDeadlines, tokenKey, was, ms)
 }
 
 // DeleteToken removes a token view.
@@ -360,21 +360,21 @@ func (t *Tx) DeleteToken(tokenKey string) {
 	if !ok {
 		return
 	}
-	t.indexTokenDeadline(tokenKey, tokenDeadline(old), 0)
+	t.moveDeadline(pTokenDeadlines, tokenKey, tokenDeadline(old), 0)
 	t.delView(k)
 }
 
-// indexTokenDeadline moves token k's entry in the deadline index from was
-// to now (unix ms; 0: none).
-func (t *Tx) indexTokenDeadline(k string, was, now int64) {
+// moveDeadline moves id's entry in a deadline index from was to now (unix
+// ms; 0: none).
+func (t *Tx) moveDeadline(index []byte, id string, was, now int64) {
 	if was == now {
 		return
 	}
 	if was != 0 {
-		t.del(deadlineEntry(pTokenDeadlines, uint64(was), k))
+		t.del(deadlineEntry(index, uint64(was), id))
 	}
 	if now != 0 {
-		t.set(deadlineEntry(pTokenDeadlines, uint64(now), k), nil)
+		t.set(deadlineEntry(index, uint64(now), id), nil)
 	}
 }
 
@@ -518,33 +518,31 @@ func (t *Tx) AddSale(cid string, row *readmodel.SaleRow, item []byte) (bool, err
 
 // SetDeadline records when cid's listing snapshot next changes by the clock
 // alone (zero clears it).
-func (t *Tx) SetDeadline(cid string, at time.Time) { t.setDeadline(pDeadline, pDeadlines, cid, at) }
-
-func (t *Tx) setDeadline(one, index []byte, id string, at time.Time) {
-	dk := key(one, id)
-	var b []byte
+func (t *Tx) SetDeadline(cid string, at time.Time) {
+	dk := key(pDeadline, cid)
+	var now int64
 	if !at.IsZero() {
-		b = binary.BigEndian.AppendUint64(nil, uint64(at.UnixMilli()))
+		now = at.UnixMilli()
 	}
 	old, ok, err := t.getRaw(dk)
 	if err != nil {
 		t.err = errors.Join(t.err, err)
 		return
 	}
-	if ok && bytes.Equal(old, b) {
-		return
-	}
+	var was int64
 	if ok && len(old) == 8 {
-		t.del(deadlineEntry(index, binary.BigEndian.Uint64(old), id))
+		was = int64(binary.BigEndian.Uint64(old))
 	}
-	if at.IsZero() {
-		if ok {
-			t.del(dk)
-		}
+	if ok && was == now {
 		return
 	}
-	t.set(dk, b)
-	t.set(deadlineEntry(index, uint64(at.UnixMilli()), id), nil)
+	t.moveDeadline(pDeadlines, cid, was, now)
+	switch {
+	case now != 0:
+		t.set(dk, binary.BigEndian.AppendUint64(nil, uint64(now)))
+	case ok:
+		t.del(dk)
+	}
 }
 
 // deadlineEntry is the key of id's entry in a deadline index (due reads
