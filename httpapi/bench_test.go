@@ -9,6 +9,9 @@ import (
 
 // benchRequest serves target through the app's handler directly (no
 // network), reusing one RequestCtx, so allocations are the handler's own.
+// Paged routes are then answered from the page memo, as a hot page is in
+// production; the *Built benchmarks turn the memo off to measure building
+// a page (what a page read once, or the first reads of a new view, cost).
 func benchRequest(b *testing.B, h *harness, target string) {
 	b.Helper()
 	handler := h.srv.App().Handler()
@@ -45,6 +48,18 @@ func BenchmarkListings100(b *testing.B) {
 	benchRequest(b, benchHarness(b), "/v1/collections/"+testID+"/listings?limit=100")
 }
 
+func BenchmarkListings25Built(b *testing.B) {
+	h := benchHarness(b)
+	h.srv.memo = nil
+	benchRequest(b, h, "/v1/collections/"+testID+"/listings?limit=25")
+}
+
+func BenchmarkListings100Built(b *testing.B) {
+	h := benchHarness(b)
+	h.srv.memo = nil
+	benchRequest(b, h, "/v1/collections/"+testID+"/listings?limit=100")
+}
+
 func BenchmarkDetail(b *testing.B) {
 	benchRequest(b, benchHarness(b), "/v1/collections/"+testSlug)
 }
@@ -59,6 +74,12 @@ func BenchmarkToken(b *testing.B) {
 
 func BenchmarkSales(b *testing.B) {
 	benchRequest(b, benchHarness(b), "/v1/collections/"+testID+"/sales?limit=10")
+}
+
+func BenchmarkSalesBuilt(b *testing.B) {
+	h := benchHarness(b)
+	h.srv.memo = nil
+	benchRequest(b, h, "/v1/collections/"+testID+"/sales?limit=10")
 }
 
 func BenchmarkCollections(b *testing.B) {

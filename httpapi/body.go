@@ -56,6 +56,30 @@ func appendPagination(resp *fasthttp.Response, next []byte, hasMore bool) {
 	}
 }
 
+// pageFromMemo completes key with the minute a next cursor minted now
+// would expire and, when the page memo holds that body, makes it the
+// response's body and reports true. Otherwise the caller builds the body
+// and hands it to rememberPage with the returned hash.
+func (s *Server) pageFromMemo(c *fiber.Ctx, key memoKey, now time.Time) (memoKey, uint64, bool) {
+	if s.memo == nil {
+		return key, 0, false
+	}
+	key = key.num(uint64(s.cursors.expiry(now)))
+	body, h := s.memo.get(key)
+	if body == nil {
+		return key, h, false
+	}
+	c.Response().SetBodyRaw(body)
+	return key, h, true
+}
+
+// rememberPage offers the body just built for key to the page memo.
+func (s *Server) rememberPage(c *fiber.Ctx, key memoKey, h uint64) {
+	if s.memo != nil {
+		s.memo.put(key, h, c.Response().Body())
+	}
+}
+
 // writePage writes the envelope of a keyset-paged list (collections,
 // sales): the items, then pagination with a cursor of kind bound to bind
 // that resumes after page.Next. A page with HasMore but no position ends

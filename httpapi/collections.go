@@ -66,7 +66,13 @@ func (s *Server) getCollections(c *fiber.Ctx, rt *route) error {
 	if writeCache(c, rt, s.newETag("collections").str(bind).str(after).version(page.Version).num(page.USD)) {
 		return nil
 	}
+	var kb [160]byte
+	key, h, hit := s.pageFromMemo(c, newMemoKey(kb[:0], cursorCollections).str(bind).str(after).num(page.Version).num(page.USD).num(uint64(limit)), now)
+	if hit {
+		return nil
+	}
 	s.writePage(c, page, cursorCollections, bind, now)
+	s.rememberPage(c, key, h)
 	return nil
 }
 

@@ -82,6 +82,14 @@ func (s *Server) getListings(c *fiber.Ctx, rt *route) error {
 	if writeCache(c, rt, tag) {
 		return nil
 	}
+	// The body is a function of what the tag covers (the live items of a
+	// snapshot version are fixed by how many have expired) and the
+	// cursor's minute.
+	var kb [160]byte
+	key, h, hit := s.pageFromMemo(c, newMemoKey(kb[:0], cursorListings).str(cv.ID).num(cv.Version).num(lv.Version).num(lv.USD).num(expired).num(offset).num(uint64(limit)), now)
+	if hit {
+		return nil
+	}
 	resp := c.Response()
 	resp.AppendBodyString(`{"data":[`)
 	n, i := 0, int(min(offset, uint64(len(items))))
@@ -122,5 +130,6 @@ func (s *Server) getListings(c *fiber.Ctx, rt *route) error {
 		resp.AppendBodyString("]}")
 	}
 	resp.AppendBodyString("}")
+	s.rememberPage(c, key, h)
 	return nil
 }

@@ -46,6 +46,12 @@ func (s *Server) getSales(c *fiber.Ctx, rt *route) error {
 	if writeCache(c, rt, s.newETag("sales").str(cv.ID).str(after).version(page.Version).num(page.USD)) {
 		return nil
 	}
+	var kb [160]byte
+	key, h, hit := s.pageFromMemo(c, newMemoKey(kb[:0], cursorSales).str(cv.ID).str(after).num(page.Version).num(page.USD).num(uint64(limit)), now)
+	if hit {
+		return nil
+	}
 	s.writePage(c, page, cursorSales, cv.ID, now)
+	s.rememberPage(c, key, h)
 	return nil
 }

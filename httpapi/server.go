@@ -88,6 +88,7 @@ type Server struct {
 	index    []byte // the GET /v1 body
 	etagSalt uint64 // per-process salt of view ETags
 	indexTag etag
+	memo     *pageMemo // bodies of hot pages; nil: every page is built
 }
 
 // New builds the public API over r. It fails when a rate is negative, the
@@ -131,6 +132,10 @@ func New(cfg Config, r Reader, log zerolog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	memo, err := newPageMemo(reg)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
 		r:        r,
 		log:      log.With().Str("component", "httpapi").Logger(),
@@ -140,6 +145,7 @@ func New(cfg Config, r Reader, log zerolog.Logger) (*Server, error) {
 		trusted:  cfg.TrustedProxies,
 		metrics:  m,
 		etagSalt: binary.LittleEndian.Uint64(salt[:]),
+		memo:     memo,
 	}
 	s.app = fiber.New(fiber.Config{
 		AppName:               "marketd",

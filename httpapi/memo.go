@@ -1,0 +1,95 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/binary"
+	"hash/maphash"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// pageMemo remembers the bodies of recently written pages (listings, sales
+// and collections) so that a hot page is answered from one immutable
+// buffer (fasthttp's SetBodyRaw): no item is copied and no cursor is
+// signed per request. A page body is a pure function of its memo key: the
+// versions of the views it was built from, the page's position and size,
+// and the minute its next cursor expires (cursorCodec.expiry rounds to the
+// minute, so within a minute identical requests mint identical cursors).
+//
+// It is a direct-mapped table of atomic pointers: a lookup takes no lock,
+// and two keys that share a slot evict each other. A body is kept only
+// when its key misses twice in a row in its slot, so pages read once (a
+// crawler walking a large market) never pay for the copy. Safe for
+// concurrent use; a stored body is never modified.
+type pageMemo struct {
+	seed         maphash.Seed
+	slots        []atomic.Pointer[memoEntry]
+	hits, misses prometheus.Counter
+}
+
+// memoSlots bounds the memo: at most this many bodies, each at most a
+// limit=100 page (about 50 KB), so a few tens of MB in the worst case.
+const memoSlots = 1024
+
+type memoEntry struct {
+	hash uint64
+	key  string
+	body []byte // nil: a candidate, missed once
+}
+
+func newPageMemo(reg *prometheus.Registry) (*pageMemo, error) {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "marketd_http_page_memo_total",
+		Help: "Paged responses (listings, sales, collections) answered from a remembered body (hit) or built (miss).",
+	}, []string{"result"})
+	if err := reg.Register(c); err != nil {
+		return nil, err
+	}
+	return &pageMemo{
+		seed:   maphash.MakeSeed(),
+		slots:  make([]atomic.Pointer[memoEntry], memoSlots),
+		hits:   c.WithLabelValues("hit"),
+		misses: c.WithLabelValues("miss"),
+	}, nil
+}
+
+// get returns the remembered body of key, or nil and the key's hash for a
+// later put.
+func (m *pageMemo) get(key []byte) (body []byte, hash uint64) {
+	hash = maphash.Bytes(m.seed, key)
+	e := m.slots[hash%memoSlots].Load()
+	if e != nil && e.body != nil && e.hash == hash && e.key == string(key) {
+		m.hits.Inc()
+		return e.body, hash
+	}
+	m.misses.Inc()
+	return nil, hash
+}
+
+// put offers the body just built for key (hash from get): the first offer
+// marks the key in its slot, the next one keeps a copy of body.
+func (m *pageMemo) put(key []byte, hash uint64, body []byte) {
+	slot := &m.slots[hash%memoSlots]
+	e := slot.Load()
+	switch {
+	case e == nil || e.hash != hash || e.key != string(key):
+		slot.Store(&memoEntry{hash: hash, key: string(key)})
+	case e.body == nil:
+		slot.Store(&memoEntry{hash: hash, key: e.key, body: bytes.Clone(body)})
+	}
+}
+
+// memoKey builds a page's memo key: the route's kind, then strings and
+// numbers, each length- or width-delimited so that no two argument lists
+// share a key.
+type memoKey []byte
+
+func newMemoKey(buf []byte, kind cursorKind) memoKey { return append(buf[:0], byte(kind)) }
+
+func (k memoKey) str(s string) memoKey {
+	k = binary.AppendUvarint(k, uint64(len(s)))
+	return append(k, s...)
+}
+
+func (k memoKey) num(v uint64) memoKey { return binary.LittleEndian.AppendUint64(k, v) }
