@@ -394,3 +394,93 @@ func TestFreshnessIgnoresCursorRollover(t *testing.T) {
 		})
 	}
 }
+
+// TestOnlyExpired: a listings page that changed only because items expired
+// during the watch is the clock's change, not the tick's.
+func TestOnlyExpired(t *testing.T) {
+	at := time.Date(2026, 11, 23, 2, 0, 0, 0, time.UTC)
+	item := func(id string, exp time.Duration) string {
+		e := "null"
+		if exp != 0 {
+			e = `"` + at.Add(exp).Format(time.RFC3339Nano) + `"`
+		}
+		return `{"orderId":"` + id + `","expiresAt":` + e + `}`
+	}
+	page := func(meta string, items ...string) []byte {
+		b := `{"data":[` + strings.Join(items, ",") + `],"pagination":{"nextCursor":"","hasMore":true}`
+		if meta != "" {
+			b += `,"meta":` + meta
+		}
+		return []byte(b + "}")
+	}
+	gone, stays := item("a", -time.Millisecond), item("b", time.Hour)
+	tests := []struct {
+		name     string
+		was, now []byte
+		want     bool
+	}{
+		{"the cheapest expired, the next page's first moved up", page("", gone, stays, item("c", 0)), page("", stays, item("c", 0), item("d", 0)), true},
+		{"an expired item dropped at the end of the data", page("", stays, gone), page("", stays), true},
+		{"an item that had not expired vanished", page("", stays, item("c", 0)), page("", item("c", 0)), false},
+		{"an expiry and a new cheaper listing", page("", gone, stays), page("", item("new", 0), stays), false},
+		{"nothing expired, an item was replaced", page("", stays, item("c", 0)), page("", stays, item("x", 0)), false},
+		{"an expiry while a source went stale", page("", gone, stays), page(`{"stale":true}`, stays), false},
+		{"not a listings page", []byte(`{"id":"x"}`), []byte(`{"id":"y"}`), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, onlyExpired(tt.was, tt.now, at))
+		})
+	}
+}
+
+// TestFreshnessIgnoresExpiry: a listing expiring during the watch changes
+// the page without any upstream change; only the tick's change counts.
+func TestFreshnessIgnoresExpiry(t *testing.T) {
+	tests := []struct {
+		name       string
+		itemsMove  bool // the tick adds a listing
+		wantChange bool
+	}{
+		{"only a listing expires", false, false},
+		{"a listing expires and the tick adds one", true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var ticked atomic.Bool
+			// "a" expires during the watch: after the baseline, before the
+			// grace after the ingest answer ends.
+			expires := time.Now().Add(100 * time.Millisecond)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch {
+				case r.Method == http.MethodPost && r.URL.Path == "/_sim/tick":
+					ticked.Store(true)
+				case r.Method == http.MethodPost && r.URL.Path == "/admin/ingest":
+					fmt.Fprintf(w, `{"end":%q}`, time.Now().UTC().Format(time.RFC3339Nano))
+				default:
+					exp := expires
+					var items []string
+					if tt.itemsMove && ticked.Load() {
+						items = append(items, `{"orderId":"new","expiresAt":null}`)
+					}
+					if time.Now().Before(exp) {
+						items = append(items, `{"orderId":"a","expiresAt":"`+exp.UTC().Format(time.RFC3339Nano)+`"}`)
+					}
+					items = append(items, `{"orderId":"b","expiresAt":null}`)
+					fmt.Fprintf(w, `{"data":[%s],"pagination":{"nextCursor":null,"hasMore":false}}`, strings.Join(items, ","))
+				}
+			}))
+			t.Cleanup(srv.Close)
+			ctx := context.Background()
+			paths := []string{"/v1/collections/ethereum_0xa/listings?limit=100"}
+			base := stableBaseline(ctx, srv.URL, paths)
+			require.Contains(t, base, paths[0])
+			s, _, err := freshOnce(ctx, srv.URL, srv.URL, srv.URL, base, 1, 10*time.Second, 300*time.Millisecond)
+			require.NoError(t, err)
+			if !tt.wantChange {
+				require.True(t, time.Now().After(expires), "the listing expired within the watch")
+			}
+			assert.Equal(t, tt.wantChange, s.Observed)
+		})
+	}
+}

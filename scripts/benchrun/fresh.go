@@ -83,6 +83,45 @@ func withoutCursor(body []byte) []byte {
 	return cursorValue.ReplaceAll(body, []byte(`"nextCursor":""`))
 }
 
+// onlyExpired reports whether a listings page's change from was to now is
+// the clock's, not an upstream change: the items of was that have not
+// expired by at (expiresAt after it) lead now in the same order, and
+// whatever follows them moved up from later pages; meta is unchanged.
+// Listings expire at
+// request time, so such a change can come at any moment of the watch.
+func onlyExpired(was, now []byte, at time.Time) bool {
+	type item struct {
+		ExpiresAt *time.Time `json:"expiresAt"`
+	}
+	type page struct {
+		Data []json.RawMessage `json:"data"`
+		Meta json.RawMessage   `json:"meta"`
+	}
+	var a, b page
+	if json.Unmarshal(was, &a) != nil || json.Unmarshal(now, &b) != nil || !bytes.Equal(a.Meta, b.Meta) {
+		return false
+	}
+	kept := a.Data[:0:0]
+	for _, raw := range a.Data {
+		var it item
+		if json.Unmarshal(raw, &it) != nil {
+			return false
+		}
+		if it.ExpiresAt == nil || it.ExpiresAt.After(at) {
+			kept = append(kept, raw)
+		}
+	}
+	if len(kept) == len(a.Data) || len(b.Data) < len(kept) {
+		return false // nothing expired, or items vanished that had not
+	}
+	for i := range kept {
+		if !bytes.Equal(kept[i], b.Data[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 // freshOnce ticks the simulator, runs one ingest cycle through the admin
 // API, and polls the baseline paths until one serves a changed body.
 // It waits at most grace after the ingest answer for the change.
@@ -113,6 +152,7 @@ func freshOnce(ctx context.Context, api, admin, sim string, base map[string][]by
 	var (
 		mu        sync.Mutex
 		changedAt = map[string]time.Time{}
+		clocked   = map[string][]byte{} // paths whose listings expired meanwhile: their new baseline
 		wg        sync.WaitGroup
 	)
 	for w := 0; w < workers; w++ {
@@ -129,12 +169,27 @@ func freshOnce(ctx context.Context, api, admin, sim string, base map[string][]by
 						continue
 					}
 					pending++
+					mu.Lock()
+					was, ok := clocked[paths[i]]
+					mu.Unlock()
+					if !ok {
+						was = base[paths[i]]
+					}
 					st, _, b, err := get(pctx, api+paths[i])
-					if err != nil || st != http.StatusOK || bytes.Equal(withoutCursor(b), base[paths[i]]) {
+					if err != nil || st != http.StatusOK {
+						continue
+					}
+					b = withoutCursor(b)
+					if bytes.Equal(b, was) {
 						continue
 					}
 					at := time.Now()
 					mu.Lock()
+					if onlyExpired(was, b, at) {
+						clocked[paths[i]] = b
+						mu.Unlock()
+						continue
+					}
 					changedAt[paths[i]] = at
 					all := len(changedAt) == len(paths)
 					mu.Unlock()
