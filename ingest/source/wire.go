@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 
+	gojson "github.com/goccy/go-json"
+
 	"github.com/marketd/marketd/readmodel"
 )
 
@@ -92,12 +94,23 @@ type RowsGroup[R any] struct {
 	Rejects      []error
 }
 
+// The fast paths below decode a whole page with github.com/goccy/go-json
+// (after its validity scan), which reads these pages to the same values
+// as encoding/json (TestFastDecodeMatchesStd, FuzzFastDecodeMatchesStd)
+// at about a third of the cost; upstream pages are ingest's largest
+// decoding cost. Anything it does not accept is decided
+// by encoding/json, as before: which rows are rejected, and why.
+
 // DecodeFlat decodes a flat page leniently. The fast path decodes the
 // page in one pass; only when some row does not fit R does it decode row
 // by row, so a bad row rejects that row alone. A body that is not JSON of
 // the page shape fails with class "bad_payload".
 func DecodeFlat[R any](body []byte) (*Page[R], []error, error) {
 	var fast Page[R]
+	if fastDecode(body, &fast) {
+		return &fast, nil, nil
+	}
+	fast = Page[R]{}
 	err := json.Unmarshal(body, &fast)
 	if err == nil {
 		return &fast, nil, nil
@@ -125,7 +138,12 @@ func DecodeFlat[R any](body []byte) (*Page[R], []error, error) {
 // DecodeGrouped is DecodeFlat for grouped pages.
 func DecodeGrouped[R any](body []byte) (*Page[RowsGroup[R]], error) {
 	var fast Page[Group[R]]
-	err := json.Unmarshal(body, &fast)
+	ok := fastDecode(body, &fast)
+	var err error
+	if !ok {
+		fast = Page[Group[R]]{}
+		err = json.Unmarshal(body, &fast)
+	}
 	if err == nil {
 		out := &Page[RowsGroup[R]]{NextCursor: fast.NextCursor, Watermark: fast.Watermark, Items: make([]RowsGroup[R], len(fast.Items))}
 		for i, g := range fast.Items {
@@ -153,6 +171,20 @@ func DecodeGrouped[R any](body []byte) (*Page[RowsGroup[R]], error) {
 		}
 	}
 	return out, nil
+}
+
+// fastDecode decodes body into v with the fast decoder and reports
+// whether it accepted it. A body that is not valid JSON is left to
+// encoding/json (the fast decoder skips unknown fields without checking
+// them). It never panics: a decoder bug is a rejection, and encoding/json
+// then decides.
+func fastDecode(body []byte, v any) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	return gojson.Valid(body) && gojson.Unmarshal(body, v) == nil
 }
 
 func isSyntax(err error) bool {

@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"time"
 
+	gojson "github.com/goccy/go-json"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/marketd/marketd/readmodel"
@@ -121,6 +122,13 @@ func StreamFor(msg *readmodel.Message) string {
 	return StateStream
 }
 
+// The wire form is JSON, written with encoding/json and read with
+// github.com/goccy/go-json, after its validity scan (its decoder skips
+// unknown fields without checking them): Decode accepts what
+// encoding/json accepts and reads it to the same values
+// (TestDecodeMatchesStd, FuzzDecode) at about a third of the cost.
+// Decoding was the projector's largest single cost in a replay.
+
 // Encode returns msg's wire form (JSON). It fails with a BadRequest
 // *readmodel.Error when msg is not a valid message (see Validate).
 func Encode(msg *readmodel.Message) ([]byte, error) {
@@ -137,15 +145,24 @@ func Encode(msg *readmodel.Message) ([]byte, error) {
 // Decode parses a wire message. It fails with a BadRequest
 // *readmodel.Error for anything that is not a valid message; it never
 // panics.
-func Decode(b []byte) (*readmodel.Message, error) {
-	var m readmodel.Message
-	if err := json.Unmarshal(b, &m); err != nil {
+func Decode(b []byte) (m *readmodel.Message, err error) {
+	defer func() {
+		if p := recover(); p != nil { // a decoder bug must not take the node down
+			m, err = nil, readmodel.Errorf(readmodel.BadRequest, "decode message: decoder panic: %v", p)
+		}
+	}()
+	if !gojson.Valid(b) { // the fast decoder skips unknown fields without checking them
+		var m readmodel.Message
+		return nil, readmodel.Wrap(readmodel.BadRequest, json.Unmarshal(b, &m), "decode message")
+	}
+	m = new(readmodel.Message)
+	if err := gojson.Unmarshal(b, m); err != nil {
 		return nil, readmodel.Wrap(readmodel.BadRequest, err, "decode message")
 	}
-	if err := Validate(&m); err != nil {
+	if err := Validate(m); err != nil {
 		return nil, err
 	}
-	return &m, nil
+	return m, nil
 }
 
 // Validate checks that msg has an ID, a known Kind and the payload its
