@@ -104,9 +104,26 @@ func SaleItem(s *SaleRow, usd *float64) (MarketItem, bool) {
 	return it, true
 }
 
-// MarshalItem encodes v as compact JSON. Every value this package renders is
-// plain data, so encoding cannot fail; a failure yields "null".
+// MarshalItem encodes v as compact JSON, as encoding/json does. Every value
+// this package renders is plain data, so encoding cannot fail; a failure
+// yields "null". Market items and token details, rendered once per row the
+// projector applies, are written by hand-written appenders (encode.go).
 func MarshalItem(v any) []byte {
+	var (
+		b  []byte
+		ok bool
+	)
+	switch x := v.(type) {
+	case MarketItem:
+		b, ok = x.appendJSON(make([]byte, 0, 512))
+	case *MarketItem:
+		b, ok = x.appendJSON(make([]byte, 0, 512))
+	case tokenDetail:
+		b, ok = x.appendJSON(make([]byte, 0, 1024))
+	}
+	if ok {
+		return b
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return []byte("null")

@@ -1,0 +1,189 @@
+package readmodel
+
+import (
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
+
+// The projector renders every listing, sale and token it applies; with
+// encoding/json's reflection that was the largest share of rendering. The
+// appenders below write the same bytes as encoding/json for the types they
+// cover (TestAppendersMatchEncodingJSON, FuzzAppendersMatchEncodingJSON):
+// strings HTML-escaped, invalid UTF-8 as U+FFFD, U+2028 and U+2029
+// escaped; floats as encoding/json formats float64. They report false for
+// a value encoding/json refuses (NaN or an infinite float), and MarshalItem
+// then falls back to encoding/json, which decides.
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as encoding/json does (with HTML escaping).
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// appendFiniteFloat is appendJSONFloat (usd.go); false for NaN and
+// infinities, which encoding/json refuses.
+func appendFiniteFloat(b []byte, f float64) ([]byte, bool) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return b, false
+	}
+	return appendJSONFloat(b, f), true
+}
+
+func appendStrPtr(b []byte, p *string) []byte {
+	if p == nil {
+		return append(b, "null"...)
+	}
+	return appendJSONString(b, *p)
+}
+
+func appendFloatPtr(b []byte, p *float64) ([]byte, bool) {
+	if p == nil {
+		return append(b, "null"...), true
+	}
+	return appendFiniteFloat(b, *p)
+}
+
+func (p *Price) appendJSON(b []byte) ([]byte, bool) {
+	b = append(b, `{"raw":`...)
+	b = appendJSONString(b, p.Raw)
+	b = append(b, `,"decimal":`...)
+	b, ok := appendFiniteFloat(b, p.Decimal)
+	if !ok {
+		return b, false
+	}
+	b = append(b, `,"currency":`...)
+	b = appendJSONString(b, p.Currency)
+	b = append(b, `,"usd":`...)
+	if b, ok = appendFloatPtr(b, p.USD); !ok {
+		return b, false
+	}
+	return append(b, '}'), true
+}
+
+// appendAsset opens an object with the asset fields MarketItem and
+// TokenDetail share, in their wire order.
+func appendAsset(b []byte, c Chain, contract, tokenID, mint *string, collectionID string) []byte {
+	b = append(b, `{"chain":`...)
+	b = appendJSONString(b, string(c))
+	b = append(b, `,"contractAddress":`...)
+	b = appendStrPtr(b, contract)
+	b = append(b, `,"tokenId":`...)
+	b = appendStrPtr(b, tokenID)
+	b = append(b, `,"mint":`...)
+	b = appendStrPtr(b, mint)
+	b = append(b, `,"collectionId":`...)
+	return appendJSONString(b, collectionID)
+}
+
+func (it *MarketItem) appendJSON(b []byte) ([]byte, bool) {
+	b = appendAsset(b, it.Chain, it.ContractAddress, it.TokenID, it.Mint, it.CollectionID)
+	b = append(b, `,"price":`...)
+	b, ok := it.Price.appendJSON(b)
+	if !ok {
+		return b, false
+	}
+	b = append(b, `,"seller":`...)
+	b = appendStrPtr(b, it.Seller)
+	b = append(b, `,"buyer":`...)
+	b = appendStrPtr(b, it.Buyer)
+	b = append(b, `,"marketplace":`...)
+	b = appendJSONString(b, it.Marketplace)
+	b = append(b, `,"status":`...)
+	b = appendJSONString(b, string(it.Status))
+	b = append(b, `,"expiresAt":`...)
+	b = appendStrPtr(b, it.ExpiresAt)
+	b = append(b, `,"timestamp":`...)
+	b = appendJSONString(b, it.Timestamp)
+	b = append(b, `,"orderId":`...)
+	b = appendStrPtr(b, it.OrderID)
+	b = append(b, `,"tx":`...)
+	b = appendStrPtr(b, it.Tx)
+	return append(b, '}'), true
+}
+
+func (d *tokenDetail) appendJSON(b []byte) ([]byte, bool) {
+	b = appendAsset(b, d.Chain, d.ContractAddress, d.TokenID, d.Mint, d.CollectionID)
+	b = append(b, `,"name":`...)
+	b = appendStrPtr(b, d.Name)
+	b = append(b, `,"image":`...)
+	b = appendStrPtr(b, d.Image)
+	b = append(b, `,"rarity":{"rank":`...)
+	if d.Rarity.Rank == nil {
+		b = append(b, "null"...)
+	} else {
+		b = strconv.AppendInt(b, *d.Rarity.Rank, 10)
+	}
+	b = append(b, `},"owner":{"address":`...)
+	b = appendStrPtr(b, d.Owner.Address)
+	b = append(b, `,"kind":`...)
+	b = appendJSONString(b, string(d.Owner.Kind))
+	b = append(b, `,"label":`...)
+	b = appendStrPtr(b, d.Owner.Label)
+	b = append(b, `},"listing":`...)
+	ok := true
+	if d.Listing == nil {
+		b = append(b, "null"...)
+	} else if b, ok = d.Listing.appendJSON(b); !ok {
+		return b, false
+	}
+	b = append(b, `,"lastSale":`...)
+	if d.LastSale == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, `{"price":`...)
+		if b, ok = d.LastSale.Price.appendJSON(b); !ok {
+			return b, false
+		}
+		b = append(b, '}')
+	}
+	return append(b, '}'), true
+}
