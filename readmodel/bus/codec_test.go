@@ -2,7 +2,6 @@ package bus
 
 import (
 	"encoding/json"
-	"math"
 	"math/rand"
 	"reflect"
 	"testing"
@@ -12,76 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/marketd/marketd/internal/jsontest"
 	"github.com/marketd/marketd/readmodel"
 )
-
-// fill sets every field reachable from v (a pointer) to a random value:
-// strings with escapes, HTML characters, non-ASCII and invalid UTF-8,
-// floats across the exponent range, present and absent pointers and
-// slices, times with nanoseconds.
-func fill(r *rand.Rand, v reflect.Value, depth int) {
-	switch v.Kind() {
-	case reflect.Pointer:
-		if depth > 4 || r.Intn(4) == 0 {
-			return
-		}
-		v.Set(reflect.New(v.Type().Elem()))
-		fill(r, v.Elem(), depth+1)
-	case reflect.Struct:
-		if v.Type() == reflect.TypeOf(time.Time{}) {
-			if r.Intn(5) > 0 {
-				v.Set(reflect.ValueOf(time.Unix(r.Int63n(4e9), r.Int63n(1e9)).UTC()))
-			}
-			return
-		}
-		for i := 0; i < v.NumField(); i++ {
-			if v.Type().Field(i).IsExported() {
-				fill(r, v.Field(i), depth+1)
-			}
-		}
-	case reflect.Slice:
-		if depth > 4 || r.Intn(3) == 0 {
-			return
-		}
-		n := r.Intn(4)
-		s := reflect.MakeSlice(v.Type(), n, n)
-		for i := 0; i < n; i++ {
-			fill(r, s.Index(i), depth+1)
-		}
-		v.Set(s)
-	case reflect.Map:
-		if depth > 4 || r.Intn(3) == 0 {
-			return
-		}
-		m := reflect.MakeMap(v.Type())
-		for i := r.Intn(4); i > 0; i-- {
-			k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
-			fill(r, k, depth+1)
-			fill(r, e, depth+1)
-			m.SetMapIndex(k, e)
-		}
-		v.Set(m)
-	case reflect.String:
-		pieces := []string{"", "a", "Ξ", "0x7a", "<b>&amp;", `"q"`, `\`, "\n\t", "\x00\x1f", "\u2028", "\xff\xfe", "コ", "😀", " "}
-		var s string
-		for i := r.Intn(5); i > 0; i-- {
-			s += pieces[r.Intn(len(pieces))]
-		}
-		v.SetString(s)
-	case reflect.Bool:
-		v.SetBool(r.Intn(2) == 0)
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		v.SetInt(int64(r.Uint64()) >> (64 - uint(v.Type().Bits())))
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		v.SetUint(r.Uint64() >> (64 - uint(v.Type().Bits())))
-	case reflect.Float32, reflect.Float64:
-		f := []float64{0, 1, -1, 1e-7, 1e21, 123456789.123, math.SmallestNonzeroFloat64, math.MaxFloat64}[r.Intn(8)]
-		if r.Intn(2) == 0 {
-			f = math.Ldexp(r.Float64(), r.Intn(200)-100)
-		}
-		v.SetFloat(f)
-	}
-}
 
 // TestDecodeMatchesStd holds Decode's library to encoding/json: random
 // messages with every field set or absent, as Encode writes them, decode
@@ -90,7 +22,7 @@ func TestDecodeMatchesStd(t *testing.T) {
 	r := rand.New(rand.NewSource(20261123))
 	for i := 0; i < 3000; i++ {
 		var m readmodel.Message
-		fill(r, reflect.ValueOf(&m).Elem(), 0)
+		jsontest.Fill(r, reflect.ValueOf(&m).Elem())
 		b, err := json.Marshal(&m)
 		require.NoError(t, err)
 		var want, got readmodel.Message

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"time"
 
+	gojson "github.com/goccy/go-json"
+
 	"github.com/marketd/marketd/readmodel"
 	"github.com/marketd/marketd/readmodel/store"
 )
@@ -239,7 +241,7 @@ func (a *applier) token(k string) (*tokenInput, error) {
 	var t *tokenInput
 	if ok {
 		t = new(tokenInput)
-		if err := json.Unmarshal(rec.input, t); err != nil {
+		if err := gojson.Unmarshal(rec.input, t); err != nil { // see store.jsonGet
 			return nil, err
 		}
 	}
