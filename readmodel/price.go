@@ -41,8 +41,13 @@ func ParseRaw(s string) (*big.Int, error) {
 // native unit of c's currency, or nil when unknown; it is ignored for chains
 // without a feed, whose usd is always null.
 func NewPrice(c Chain, raw *big.Int, usdPerUnit *float64) Price {
-	p := Price{Raw: raw.String(), Currency: c.Currency()}
-	p.Decimal = Decimal(raw, c.Decimals())
+	return newPrice(c, raw.String(), usdPerUnit)
+}
+
+// newPrice is NewPrice of raw in canonical decimal form.
+func newPrice(c Chain, raw string, usdPerUnit *float64) Price {
+	p := Price{Raw: raw, Currency: c.Currency()}
+	p.Decimal = decimalOf(raw, c.Decimals())
 	if usdPerUnit != nil && c.HasUSDFeed() {
 		u := roundCents(p.Decimal * *usdPerUnit)
 		p.USD = &u
@@ -53,20 +58,27 @@ func NewPrice(c Chain, raw *big.Int, usdPerUnit *float64) Price {
 // Decimal converts raw base units with the given number of decimals to the
 // nearest float64, via exact decimal text so that large wei values lose no
 // more precision than a double must.
-func Decimal(raw *big.Int, decimals int) float64 {
-	s := raw.String()
-	neg := false
+func Decimal(raw *big.Int, decimals int) float64 { return decimalOf(raw.String(), decimals) }
+
+// decimalOf is Decimal of s, an integer in decimal text.
+func decimalOf(s string, decimals int) float64 {
+	var buf [MaxRawDigits + 64]byte
+	txt := buf[:0]
 	if len(s) > 0 && s[0] == '-' {
-		neg, s = true, s[1:]
+		txt, s = append(txt, '-'), s[1:]
 	}
-	for len(s) <= decimals {
-		s = "0" + s
+	if len(s) <= decimals { // 0.000ddd
+		txt = append(txt, '0', '.')
+		for n := len(s); n < decimals; n++ {
+			txt = append(txt, '0')
+		}
+		txt = append(txt, s...)
+	} else {
+		txt = append(txt, s[:len(s)-decimals]...)
+		txt = append(txt, '.')
+		txt = append(txt, s[len(s)-decimals:]...)
 	}
-	txt := s[:len(s)-decimals] + "." + s[len(s)-decimals:]
-	if neg {
-		txt = "-" + txt
-	}
-	f, _ := strconv.ParseFloat(txt, 64)
+	f, _ := strconv.ParseFloat(string(txt), 64)
 	return f
 }
 

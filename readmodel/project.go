@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math/big"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -16,11 +17,20 @@ import (
 // PriceOf builds the Price of raw base units on c. ok is false when raw
 // cannot be interpreted (then the value must be dropped, never served).
 func PriceOf(c Chain, raw string, usd *float64) (p Price, ok bool) {
-	n, err := ParseRaw(raw)
-	if err != nil {
+	// ParseRaw's rule without the big.Int: every row rendered comes here.
+	if raw == "" || len(raw) > MaxRawDigits {
 		return Price{}, false
 	}
-	return NewPrice(c, n, usd), true
+	for i := 0; i < len(raw); i++ {
+		if raw[i] < '0' || raw[i] > '9' {
+			return Price{}, false
+		}
+	}
+	canon := strings.TrimLeft(raw, "0")
+	if canon == "" {
+		canon = "0"
+	}
+	return newPrice(c, canon, usd), true
 }
 
 func pricePtr(c Chain, raw string, usd *float64) *Price {
