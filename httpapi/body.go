@@ -12,16 +12,33 @@ import (
 // Responses are built by appending prepared bytes straight into fasthttp's
 // pooled response body buffer: no item is marshalled per request.
 
-func appendTime(resp *fasthttp.Response, now time.Time) {
-	var b [40]byte
-	resp.AppendBody(now.UTC().AppendFormat(b[:0], readmodel.TimeFormat))
+// stamp is a time formatted in readmodel.TimeFormat, which has millisecond
+// precision: every request within the same millisecond writes the same
+// text, formatted once (Server.stamp).
+type stamp struct {
+	ms   int64
+	n    int
+	text [32]byte
+}
+
+// appendTime appends now in readmodel.TimeFormat.
+func (s *Server) appendTime(resp *fasthttp.Response, now time.Time) {
+	ms := now.UnixMilli()
+	if st := s.stamp.Load(); st != nil && st.ms == ms {
+		resp.AppendBody(st.text[:st.n])
+		return
+	}
+	st := &stamp{ms: ms}
+	st.n = len(now.UTC().AppendFormat(st.text[:0], readmodel.TimeFormat))
+	s.stamp.Store(st)
+	resp.AppendBody(st.text[:st.n])
 }
 
 // appendTimed appends a TimedBody with now in its slot.
-func appendTimed(resp *fasthttp.Response, tb readmodel.TimedBody, now time.Time) {
+func (s *Server) appendTimed(resp *fasthttp.Response, tb readmodel.TimedBody, now time.Time) {
 	resp.AppendBody(tb.Head)
 	if tb.Timed {
-		appendTime(resp, now)
+		s.appendTime(resp, now)
 		resp.AppendBody(tb.Tail)
 	}
 }

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"time"
+
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/marketd/marketd/readmodel"
@@ -18,7 +20,7 @@ var (
 // or never read: an unfiltered first page with no collection at all).
 var errIndexUnknown = readmodel.Errorf(readmodel.UpstreamError, "the collection index has not been read yet; collections are unknown, not empty")
 
-func (s *Server) getCollections(c *fiber.Ctx, rt *route) error {
+func (s *Server) getCollections(c *fiber.Ctx, rt *route, now time.Time) error {
 	args := c.Context().QueryArgs()
 	sort := readmodel.SortVolume
 	if args.Has("sort") {
@@ -41,7 +43,6 @@ func (s *Server) getCollections(c *fiber.Ctx, rt *route) error {
 		return err
 	}
 	bind := string(sort) + "|" + string(chain)
-	now := s.now()
 	var after string
 	if text, ok := queryCursor(c); ok {
 		k, err := s.cursors.parse(text, cursorCollections, bind, now)
@@ -80,7 +81,7 @@ func (s *Server) getCollections(c *fiber.Ctx, rt *route) error {
 // Errors: 404 (unresolved id). Never 502: degraded indexer data is already
 // null fields / stale in the prepared detail; a node read failure answers
 // 404 (see status).
-func (s *Server) getCollection(c *fiber.Ctx, rt *route) error {
+func (s *Server) getCollection(c *fiber.Ctx, rt *route, _ time.Time) error {
 	cv, err := s.resolve(c)
 	if err != nil {
 		return err

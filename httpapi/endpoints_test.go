@@ -241,6 +241,13 @@ func TestFloor(t *testing.T) {
 		h.clock.Add(7 * time.Second)
 		d = h.get("/v1/collections/" + testSlug + "/floor").json(t)["data"].(map[string]any)
 		assert.Equal(t, readmodel.FormatTime(t0.Add(7*time.Second)), d["updatedAt"])
+		// The formatted time is reused within its millisecond only.
+		h.clock.Add(999 * time.Microsecond)
+		d = h.get("/v1/collections/" + testSlug + "/floor").json(t)["data"].(map[string]any)
+		assert.Equal(t, readmodel.FormatTime(t0.Add(7*time.Second)), d["updatedAt"])
+		h.clock.Add(time.Microsecond)
+		d = h.get("/v1/collections/" + testSlug + "/floor").json(t)["data"].(map[string]any)
+		assert.Equal(t, readmodel.FormatTime(t0.Add(7*time.Second+time.Millisecond)), d["updatedAt"])
 	})
 	t.Run("last-good buyerFloor ages out to the fallback", func(t *testing.T) {
 		h := MustHarness(t, nil)

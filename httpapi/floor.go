@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"time"
+
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -10,7 +12,7 @@ import (
 // 404 (unresolved id, or no usable chain). Never 502: a total failure is
 // null floors with 200 (prepared by the projector); a node read failure
 // answers 404 (see status).
-func (s *Server) getFloor(c *fiber.Ctx, rt *route) error {
+func (s *Server) getFloor(c *fiber.Ctx, rt *route, now time.Time) error {
 	cv, err := s.resolve(c)
 	if err != nil {
 		return err
@@ -22,7 +24,6 @@ func (s *Server) getFloor(c *fiber.Ctx, rt *route) error {
 	if err != nil {
 		return err
 	}
-	now := s.now()
 	body, fallback := fv.Body, false
 	if !fv.FallbackAfter.IsZero() && !now.Before(fv.FallbackAfter) {
 		body, fallback = fv.Fallback, true
@@ -40,7 +41,7 @@ func (s *Server) getFloor(c *fiber.Ctx, rt *route) error {
 	}
 	resp := c.Response()
 	resp.AppendBodyString(`{"data":`)
-	appendTimed(resp, body, now)
+	s.appendTimed(resp, body, now)
 	resp.AppendBodyString("}")
 	return nil
 }

@@ -8,17 +8,30 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
+// corsHeaders are SPEC §5's four CORS headers, names in canonical form.
+var corsHeaders = [4][2][]byte{
+	{[]byte(fiber.HeaderAccessControlAllowOrigin), []byte("*")},
+	{[]byte(fiber.HeaderAccessControlAllowMethods), []byte(allowedMethods)},
+	{[]byte(fiber.HeaderAccessControlAllowHeaders), []byte("Content-Type, Accept")},
+	{[]byte(fiber.HeaderAccessControlMaxAge), []byte("86400")},
+}
+
 // setCORS writes SPEC §5's four CORS headers. They go on every response,
-// with or without an Origin request header.
+// with or without an Origin request header. (SetCanonical: the names need
+// no normalizing, which Set would do on every request.)
 func setCORS(c *fiber.Ctx) {
 	h := &c.Response().Header
-	h.Set(fiber.HeaderAccessControlAllowOrigin, "*")
-	h.Set(fiber.HeaderAccessControlAllowMethods, allowedMethods)
-	h.Set(fiber.HeaderAccessControlAllowHeaders, "Content-Type, Accept")
-	h.Set(fiber.HeaderAccessControlMaxAge, "86400")
+	for _, kv := range corsHeaders {
+		h.SetCanonical(kv[0], kv[1])
+	}
 }
 
 const headerCDNCacheControl = "CDN-Cache-Control"
+
+var (
+	headerCacheControlBytes    = []byte(fiber.HeaderCacheControl)
+	headerCDNCacheControlBytes = []byte(headerCDNCacheControl)
+)
 
 // etag is a weak entity tag computed from what a body was built from (route,
 // canonical id, view versions, ...), never by hashing the body. A zero etag
@@ -93,8 +106,8 @@ func (e etag) appendTo(dst []byte) []byte {
 // writes no body.
 func writeCache(c *fiber.Ctx, rt *route, tag etag) (notModified bool) {
 	h := &c.Response().Header
-	h.Set(fiber.HeaderCacheControl, rt.cacheControl)
-	h.Set(headerCDNCacheControl, rt.cdnCacheControl)
+	h.SetCanonical(headerCacheControlBytes, rt.cacheControl)
+	h.SetCanonical(headerCDNCacheControlBytes, rt.cdnCacheControl)
 	if !tag.valid {
 		return false
 	}

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"time"
+
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/marketd/marketd/readmodel"
@@ -22,7 +24,7 @@ var (
 // after projection are skipped at request time. meta is present only when
 // a source is stale; 502 only when every source failed and nothing is
 // known. Errors: 400, 404, 502.
-func (s *Server) getListings(c *fiber.Ctx, rt *route) error {
+func (s *Server) getListings(c *fiber.Ctx, rt *route, now time.Time) error {
 	cv, err := s.resolve(c)
 	if err != nil {
 		return err
@@ -34,7 +36,6 @@ func (s *Server) getListings(c *fiber.Ctx, rt *route) error {
 	if err != nil {
 		return err
 	}
-	now := s.now()
 	var offset, version uint64
 	if text, ok := queryCursor(c); ok {
 		k, err := s.cursors.parse(text, cursorListings, cv.ID, now)

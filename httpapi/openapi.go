@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"time"
+
 	_ "embed"
 
 	"github.com/gofiber/fiber/v2"
@@ -16,7 +18,7 @@ var openAPITag = newETag("openapi").str(string(OpenAPIDocument))
 
 // getOpenAPI serves GET /v1/openapi.json: the OpenAPI document, bare (no
 // data wrapper). Errors: 429 only.
-func (s *Server) getOpenAPI(c *fiber.Ctx, rt *route) error {
+func (s *Server) getOpenAPI(c *fiber.Ctx, rt *route, _ time.Time) error {
 	setJSON(c)
 	if writeCache(c, rt, openAPITag) {
 		return nil

@@ -97,8 +97,7 @@ var errRateLimited = readmodel.Errorf(readmodel.RateLimited, "rate limit exceede
 // limit counts the request against rt's bucket. Over the limit it sets
 // SPEC §7's four rate-limit headers and returns a RateLimited error; within
 // it, it sets none.
-func (s *Server) limit(c *fiber.Ctx, rt *route) error {
-	now := s.now()
+func (s *Server) limit(c *fiber.Ctx, rt *route, now time.Time) error {
 	ok, limit, remaining, reset := s.limiter.take(s.clientIP(c), rt.bucket, now)
 	if ok {
 		return nil

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 )
@@ -31,10 +32,10 @@ type route struct {
 	// never502 marks endpoints that SPEC §7 says never answer 502 (detail,
 	// floor, token, index, openapi): a node failure there answers 404.
 	never502 bool
-	handle   func(s *Server, c *fiber.Ctx, rt *route) error
+	handle   func(s *Server, c *fiber.Ctx, rt *route, now time.Time) error
 
-	cacheControl    string // precomputed Cache-Control on success
-	cdnCacheControl string // precomputed CDN-Cache-Control on success
+	cacheControl    []byte // precomputed Cache-Control on success
+	cdnCacheControl []byte // precomputed CDN-Cache-Control on success
 	obs             *routeObservers
 }
 
@@ -61,8 +62,8 @@ const allowedMethods = "GET, OPTIONS"
 func (s *Server) register() {
 	s.routes = routeTable()
 	for _, rt := range s.routes {
-		rt.cacheControl = "public, s-maxage=" + strconv.Itoa(rt.maxAge) + ", stale-while-revalidate=" + strconv.Itoa(2*rt.maxAge)
-		rt.cdnCacheControl = "max-age=" + strconv.Itoa(rt.maxAge) + ", stale-while-revalidate=" + strconv.Itoa(2*rt.maxAge)
+		rt.cacheControl = []byte("public, s-maxage=" + strconv.Itoa(rt.maxAge) + ", stale-while-revalidate=" + strconv.Itoa(2*rt.maxAge))
+		rt.cdnCacheControl = []byte("max-age=" + strconv.Itoa(rt.maxAge) + ", stale-while-revalidate=" + strconv.Itoa(2*rt.maxAge))
 		rt.obs = s.metrics.route(rt.pattern)
 		s.app.Add(fiber.MethodGet, rt.pattern, s.serve(rt))
 		s.app.Add(fiber.MethodOptions, rt.pattern, s.preflight(rt))

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"time"
+
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/marketd/marketd/readmodel"
@@ -14,7 +16,7 @@ var errNoContract = readmodel.Errorf(readmodel.NotFound, "collection has no stor
 // 400 (from Reader). Pages may hold fewer than limit items, even none,
 // while hasMore is true (SPEC sales rule 2). Errors: 400, 404 (unresolved,
 // or no contractAddress), 502.
-func (s *Server) getSales(c *fiber.Ctx, rt *route) error {
+func (s *Server) getSales(c *fiber.Ctx, rt *route, now time.Time) error {
 	cv, err := s.resolve(c)
 	if err != nil {
 		return err
@@ -26,7 +28,6 @@ func (s *Server) getSales(c *fiber.Ctx, rt *route) error {
 	if err != nil {
 		return err
 	}
-	now := s.now()
 	var after string
 	if text, ok := queryCursor(c); ok {
 		k, err := s.cursors.parse(text, cursorSales, cv.ID, now)

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -76,19 +77,22 @@ const DefaultCursorTTL = time.Hour
 // Server is the public API. Create it with New, serve with Listen, stop with
 // Shutdown. It is safe for concurrent use.
 type Server struct {
-	app      *fiber.App
-	r        Reader
-	log      zerolog.Logger
-	now      func() time.Time
-	cursors  *cursorCodec
-	limiter  *limiter
-	trusted  []netip.Prefix
-	metrics  *httpMetrics
-	routes   []*route
-	index    []byte // the GET /v1 body
-	etagSalt uint64 // per-process salt of view ETags
-	indexTag etag
-	memo     *pageMemo // bodies of hot pages; nil: every page is built
+	app *fiber.App
+	r   Reader
+	log zerolog.Logger
+	now func() time.Time
+	// injectedNow: Config.Now set a clock; else a request's start is its now.
+	injectedNow bool
+	cursors     *cursorCodec
+	limiter     *limiter
+	trusted     []netip.Prefix
+	metrics     *httpMetrics
+	routes      []*route
+	index       []byte // the GET /v1 body
+	etagSalt    uint64 // per-process salt of view ETags
+	indexTag    etag
+	memo        *pageMemo             // bodies of hot pages; nil: every page is built
+	stamp       atomic.Pointer[stamp] // the last time slot written
 }
 
 // New builds the public API over r. It fails when a rate is negative, the
@@ -110,7 +114,8 @@ func New(cfg Config, r Reader, log zerolog.Logger) (*Server, error) {
 	if cfg.CursorTTL <= 0 {
 		cfg.CursorTTL = DefaultCursorTTL
 	}
-	if cfg.Now == nil {
+	injectedNow := cfg.Now != nil
+	if !injectedNow {
 		cfg.Now = time.Now
 	}
 	key := cfg.CursorKey
@@ -137,15 +142,16 @@ func New(cfg Config, r Reader, log zerolog.Logger) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		r:        r,
-		log:      log.With().Str("component", "httpapi").Logger(),
-		now:      cfg.Now,
-		cursors:  newCursorCodec(key, cfg.CursorTTL),
-		limiter:  newLimiter(cfg.RateList, cfg.RateItem, defaultMaxClients),
-		trusted:  cfg.TrustedProxies,
-		metrics:  m,
-		etagSalt: binary.LittleEndian.Uint64(salt[:]),
-		memo:     memo,
+		r:           r,
+		log:         log.With().Str("component", "httpapi").Logger(),
+		now:         cfg.Now,
+		injectedNow: injectedNow,
+		cursors:     newCursorCodec(key, cfg.CursorTTL),
+		limiter:     newLimiter(cfg.RateList, cfg.RateItem, defaultMaxClients),
+		trusted:     cfg.TrustedProxies,
+		metrics:     m,
+		etagSalt:    binary.LittleEndian.Uint64(salt[:]),
+		memo:        memo,
 	}
 	s.app = fiber.New(fiber.Config{
 		AppName:               "marketd",

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"time"
+
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -23,7 +25,7 @@ var (
 // when malformed; tokenId is only length-checked (≤100, else 404); a
 // well-formed path that is not indexed is 404. Never 502: a node read
 // failure answers 404 (see status).
-func (s *Server) getToken(c *fiber.Ctx, rt *route) error {
+func (s *Server) getToken(c *fiber.Ctx, rt *route, now time.Time) error {
 	chainText, _ := pathParam(c, "chain")
 	chain, ok := readmodel.ParseChain(strings.ToLower(chainText))
 	if !ok {
@@ -58,14 +60,13 @@ func (s *Server) getToken(c *fiber.Ctx, rt *route) error {
 	if len(tv.Body.Head) == 0 {
 		return errTokenMissing
 	}
-	now := s.now()
 	setJSON(c)
 	if writeCache(c, rt, s.newETag("token").str(string(chain)).str(address).str(tokenID).version(tv.Version).num(tv.USD)) {
 		return nil
 	}
 	resp := c.Response()
 	resp.AppendBodyString(`{"data":`)
-	appendTimed(resp, tv.Body, now)
+	s.appendTimed(resp, tv.Body, now)
 	resp.AppendBodyString("}")
 	return nil
 }
