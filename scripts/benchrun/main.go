@@ -155,6 +155,14 @@ func envDur(getenv func(string) string, name string, def time.Duration) time.Dur
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) == 2 && args[0] == "--render" {
+		if err := renderFrom(args[1]); err != nil {
+			fmt.Fprintf(stderr, "benchrun: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "rendered %s and its README section from %s\n", strings.TrimSuffix(args[1], ".json")+".md", args[1])
+		return 0
+	}
 	o, err := parseOptions(args, getenv, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "benchrun: %v\n", err)
@@ -200,4 +208,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	fmt.Fprintf(stdout, "\nREADME Performance section for this run: %s\nreport: %s\n", readme, path)
 	return 0
+}
+
+// renderFrom rewrites a run's report and README section from the results
+// it saved (RUN.json beside RUN.md): `benchrun --render RUN.json`, after a
+// change to how reports are written.
+func renderFrom(file string) error {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	var res Results
+	if err := json.Unmarshal(b, &res); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	path := strings.TrimSuffix(file, ".json") + ".md"
+	if err := os.WriteFile(path, []byte(renderReport(&res)), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(strings.TrimSuffix(path, ".md")+"-readme.md", []byte(renderReadme(&res, path)), 0o644)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -17,6 +18,16 @@ const (
 	targetReplay     = 0.5
 	targetRSS        = 1500 * 1000 * 1000 // 1.5 GB
 )
+
+// fmtRatio writes a ratio with two decimals, or three when two would
+// round it onto its target (0.846 against 0.85 would read "0.85" beside a
+// miss).
+func fmtRatio(x, target float64) string {
+	if math.Abs(x-target) < 0.005 && x != target {
+		return fmt.Sprintf("%.3f", x)
+	}
+	return fmt.Sprintf("%.2f", x)
+}
 
 func fmtDur(d time.Duration) string {
 	switch {
@@ -154,8 +165,9 @@ func renderDemoTable(b *strings.Builder, s *SizeRun) {
 		if e.Err != "" || !e.Marketd.OK() {
 			met += " " + errCell(e)
 		}
-		fmt.Fprintf(b, "| %s | %d | %.0f | %s | %s | %.0f | %s | %s | %.2f | %.2f | %s |\n",
-			e.Name, e.Capture.BodyBytes, mm.RPS, fmtDur(mm.P50), fmtDur(mm.P99), rm.RPS, fmtDur(rm.P50), fmtDur(rm.P99), rr, pr, met)
+		fmt.Fprintf(b, "| %s | %d | %.0f | %s | %s | %.0f | %s | %s | %s | %s | %s |\n",
+			e.Name, e.Capture.BodyBytes, mm.RPS, fmtDur(mm.P50), fmtDur(mm.P99), rm.RPS, fmtDur(rm.P50), fmtDur(rm.P99),
+			fmtRatio(rr, targetRPSvsRef), fmtRatio(pr, targetP99vsRef), met)
 	}
 	fmt.Fprintf(b, "\nTargets: rps ratio ≥ %.2f and p99 ratio ≤ %.1f (marketd / reference, same run).\n\n", targetRPSvsRef, targetP99vsRef)
 }
@@ -392,9 +404,9 @@ func verdicts(r *Results) []verdict {
 			if failed > 0 {
 				extra = fmt.Sprintf("; %d endpoint(s) failed or had errors", failed)
 			}
-			worstRPS.measured = fmt.Sprintf("lowest %.2f (%s)%s", minR, minName, extra)
+			worstRPS.measured = fmt.Sprintf("lowest %s (%s)%s", fmtRatio(minR, targetRPSvsRef), minName, extra)
 			worstRPS.met = yes(minR >= targetRPSvsRef && failed == 0)
-			worstP99.measured = fmt.Sprintf("highest %.2f (%s)%s", maxP, maxName, extra)
+			worstP99.measured = fmt.Sprintf("highest %s (%s)%s", fmtRatio(maxP, targetP99vsRef), maxName, extra)
 			worstP99.met = yes(maxP <= targetP99vsRef && failed == 0)
 		}
 	}
@@ -421,7 +433,7 @@ func verdicts(r *Results) []verdict {
 			}
 		}
 		if n > 0 {
-			bigv.measured = fmt.Sprintf("lowest %.2f (%s)", minR, name)
+			bigv.measured = fmt.Sprintf("lowest %s (%s)", fmtRatio(minR, targetBigVsDemo), name)
 			if failed > 0 {
 				bigv.measured += fmt.Sprintf("; %d endpoint(s) not comparable or with errors", failed)
 			}

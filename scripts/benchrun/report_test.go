@@ -1,6 +1,9 @@
 package main
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -103,4 +106,43 @@ func TestRenderReadme(t *testing.T) {
 	assert.Contains(t, out, "| floor | 600 | 27000 |")
 	assert.NotContains(t, out, "## Freshness", "only the targets and the demo table")
 	assert.Contains(t, out, "`bench-results/x.md`")
+}
+
+// TestFmtRatio: a ratio that two decimals would round onto its target is
+// written with three, so a miss never reads as the target.
+func TestFmtRatio(t *testing.T) {
+	tests := []struct {
+		name   string
+		x, tgt float64
+		want   string
+	}{
+		{"far below", 0.72, 0.85, "0.72"},
+		{"just below rounds up onto it", 0.8465, 0.85, "0.847"},
+		{"just above", 0.8521, 0.85, "0.852"},
+		{"exactly the target", 0.85, 0.85, "0.85"},
+		{"far above", 1.76, 2.0, "1.76"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, fmtRatio(tt.x, tt.tgt))
+		})
+	}
+}
+
+// TestRenderFromSavedResults: a run's saved results render the same report
+// as the run wrote.
+func TestRenderFromSavedResults(t *testing.T) {
+	res := sampleResults()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "run.json")
+	js, err := json.MarshalIndent(res, "", "  ")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(file, js, 0o644))
+	require.NoError(t, renderFrom(file))
+	got, err := os.ReadFile(filepath.Join(dir, "run.md"))
+	require.NoError(t, err)
+	assert.Equal(t, renderReport(res), string(got))
+	readme, err := os.ReadFile(filepath.Join(dir, "run-readme.md"))
+	require.NoError(t, err)
+	assert.Equal(t, renderReadme(res, filepath.Join(dir, "run.md")), string(readme))
 }
