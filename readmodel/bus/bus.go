@@ -151,12 +151,13 @@ func Decode(b []byte) (m *readmodel.Message, err error) {
 			m, err = nil, readmodel.Errorf(readmodel.BadRequest, "decode message: decoder panic: %v", p)
 		}
 	}()
-	if !gojson.Valid(b) { // the fast decoder skips unknown fields without checking them
-		var m readmodel.Message
-		return nil, readmodel.Wrap(readmodel.BadRequest, json.Unmarshal(b, &m), "decode message")
-	}
 	m = new(readmodel.Message)
-	if err := gojson.Unmarshal(b, m); err != nil {
+	if gojson.Valid(b) { // the fast decoder skips unknown fields without checking them
+		err = gojson.Unmarshal(b, m)
+	} else {
+		err = json.Unmarshal(b, m) // encoding/json decides, and says why
+	}
+	if err != nil {
 		return nil, readmodel.Wrap(readmodel.BadRequest, err, "decode message")
 	}
 	if err := Validate(m); err != nil {
