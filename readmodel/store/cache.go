@@ -50,6 +50,15 @@ func (c *cache) get(k string) (any, uint64, bool) {
 	return v, g, ok
 }
 
+// getBytes is get of string(k), without allocating the string.
+func (c *cache) getBytes(k []byte) (any, uint64, bool) {
+	c.mu.RLock()
+	v, ok := c.views[string(k)]
+	g := c.gen
+	c.mu.RUnlock()
+	return v, g, ok
+}
+
 func (c *cache) put(k string, v any, gen uint64) {
 	size := sizeOf(v) + int64(len(k)) + 64
 	c.mu.Lock()

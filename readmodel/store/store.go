@@ -417,15 +417,21 @@ func lower(s string) string {
 	return string(b)
 }
 
+// viewKeyBuf is the stack buffer a view's key is built in for a cache
+// lookup (longer keys spill to the heap).
+const viewKeyBuf = 192
+
 // Collection returns the prepared detail of canonical id; NotFound if
 // absent.
 func (s *Store) Collection(ctx context.Context, id string) (readmodel.CollectionView, error) {
-	k := string(key(pCollection, id))
-	c, gen, ok := s.cache.get(k)
+	var kb [viewKeyBuf]byte
+	kk := append(append(kb[:0], pCollection...), id...)
+	c, gen, ok := s.cache.getBytes(kk)
 	if ok {
 		return c.(readmodel.CollectionView), nil
 	}
-	b, ok, err := s.get([]byte(k))
+	k := string(kk)
+	b, ok, err := s.get([]byte(k)) // not kk: it would escape, and the buffer with it
 	if err != nil {
 		return readmodel.CollectionView{}, err
 	}
@@ -445,12 +451,14 @@ func (s *Store) Collection(ctx context.Context, id string) (readmodel.Collection
 // Floor returns the prepared floor view of canonical id; NotFound if
 // absent.
 func (s *Store) Floor(ctx context.Context, id string) (readmodel.FloorView, error) {
-	k := string(key(pFloor, id))
-	c, gen, ok := s.cache.get(k)
+	var kb [viewKeyBuf]byte
+	kk := append(append(kb[:0], pFloor...), id...)
+	c, gen, ok := s.cache.getBytes(kk)
 	if ok {
 		return c.(readmodel.FloorView), nil
 	}
-	b, ok, err := s.get([]byte(k))
+	k := string(kk)
+	b, ok, err := s.get([]byte(k)) // not kk: it would escape, and the buffer with it
 	if err != nil {
 		return readmodel.FloorView{}, err
 	}
@@ -495,12 +503,14 @@ func (s *Store) Listings(ctx context.Context, id string, version uint64) (readmo
 			}
 		}
 	}
-	k := string(key(pListings, id))
-	c, gen, ok := s.cache.get(k)
+	var kb [viewKeyBuf]byte
+	kk := append(append(kb[:0], pListings...), id...)
+	c, gen, ok := s.cache.getBytes(kk)
 	if ok {
 		return c.(readmodel.ListingsView), nil
 	}
-	b, ok, err := s.get([]byte(k))
+	k := string(kk)
+	b, ok, err := s.get([]byte(k)) // not kk: it would escape, and the buffer with it
 	if err != nil {
 		return readmodel.ListingsView{}, err
 	}
@@ -521,12 +531,17 @@ func (s *Store) Listings(ctx context.Context, id string, version uint64) (readmo
 // address and tokenID exactly as the API normalized them; NotFound if the
 // token is not indexed.
 func (s *Store) Token(ctx context.Context, chain readmodel.Chain, address, tokenID string) (readmodel.TokenView, error) {
-	k := string(key(pToken, readmodel.TokenKey(chain, address, tokenID)))
-	c, gen, ok := s.cache.get(k)
+	// key(pToken, readmodel.TokenKey(chain, address, tokenID)), built on
+	// the stack: a cached view is then read without allocating.
+	var kb [viewKeyBuf]byte
+	kk := append(append(kb[:0], pToken...), chain...)
+	kk = append(append(append(append(kk, '|'), address...), '|'), tokenID...)
+	c, gen, ok := s.cache.getBytes(kk)
 	if ok {
 		return c.(readmodel.TokenView), nil
 	}
-	b, ok, err := s.get([]byte(k))
+	k := string(kk)
+	b, ok, err := s.get([]byte(k)) // not kk: it would escape, and the buffer with it
 	if err != nil {
 		return readmodel.TokenView{}, err
 	}
