@@ -15,16 +15,26 @@ import (
 // non-ASCII, U+2028 and invalid UTF-8; floats across the exponent range
 // (finite: encoding/json refuses the rest); integers of every width; times
 // with nanoseconds or zero; present and absent pointers, slices and maps.
-func Fill(r *rand.Rand, v reflect.Value) { fill(r, v, 0) }
+func Fill(r *rand.Rand, v reflect.Value) { f := filler{r: r}; f.fill(v, 0) }
 
-func fill(r *rand.Rand, v reflect.Value, depth int) {
+// FillNonFinite is Fill with floats of any bit pattern, NaN and infinities
+// included: for encoders that must refuse what encoding/json refuses.
+func FillNonFinite(r *rand.Rand, v reflect.Value) { f := filler{r: r, nonFinite: true}; f.fill(v, 0) }
+
+type filler struct {
+	r         *rand.Rand
+	nonFinite bool
+}
+
+func (fl filler) fill(v reflect.Value, depth int) {
+	r := fl.r
 	switch v.Kind() {
 	case reflect.Pointer:
 		if depth > 4 || r.Intn(4) == 0 {
 			return
 		}
 		v.Set(reflect.New(v.Type().Elem()))
-		fill(r, v.Elem(), depth+1)
+		fl.fill(v.Elem(), depth+1)
 	case reflect.Struct:
 		if v.Type() == reflect.TypeOf(time.Time{}) {
 			if r.Intn(5) > 0 {
@@ -34,7 +44,7 @@ func fill(r *rand.Rand, v reflect.Value, depth int) {
 		}
 		for i := 0; i < v.NumField(); i++ {
 			if v.Type().Field(i).IsExported() {
-				fill(r, v.Field(i), depth+1)
+				fl.fill(v.Field(i), depth+1)
 			}
 		}
 	case reflect.Slice:
@@ -44,7 +54,7 @@ func fill(r *rand.Rand, v reflect.Value, depth int) {
 		n := r.Intn(4)
 		s := reflect.MakeSlice(v.Type(), n, n)
 		for i := 0; i < n; i++ {
-			fill(r, s.Index(i), depth+1)
+			fl.fill(s.Index(i), depth+1)
 		}
 		v.Set(s)
 	case reflect.Map:
@@ -54,8 +64,8 @@ func fill(r *rand.Rand, v reflect.Value, depth int) {
 		m := reflect.MakeMap(v.Type())
 		for i := r.Intn(4); i > 0; i-- {
 			k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
-			fill(r, k, depth+1)
-			fill(r, e, depth+1)
+			fl.fill(k, depth+1)
+			fl.fill(e, depth+1)
 			m.SetMapIndex(k, e)
 		}
 		v.Set(m)
@@ -74,7 +84,10 @@ func fill(r *rand.Rand, v reflect.Value, depth int) {
 		v.SetUint(r.Uint64() >> (64 - uint(v.Type().Bits())))
 	case reflect.Float32, reflect.Float64:
 		f := []float64{0, math.Copysign(0, -1), 1, -1, 1e-6, 9.99999e-7, 1e-7, 1e21, 123456789.123, math.SmallestNonzeroFloat64, math.MaxFloat64}[r.Intn(11)]
-		if r.Intn(2) == 0 {
+		switch {
+		case fl.nonFinite && r.Intn(6) == 0:
+			f = math.Float64frombits(r.Uint64()) // any bit pattern: NaN and infinities too
+		case r.Intn(2) == 0:
 			f = math.Ldexp(r.Float64(), r.Intn(200)-100) * float64(1-2*r.Intn(2))
 		}
 		v.SetFloat(f)
