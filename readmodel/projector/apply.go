@@ -1,16 +1,11 @@
 package projector
 
 import (
-	"encoding/binary"
-	"encoding/json"
 	"errors"
-	"hash/fnv"
 	"reflect"
 	"sort"
 	"strconv"
 	"time"
-
-	gojson "github.com/goccy/go-json"
 
 	"github.com/marketd/marketd/readmodel"
 	"github.com/marketd/marketd/readmodel/store"
@@ -240,8 +235,7 @@ func (a *applier) token(k string) (*tokenInput, error) {
 	}
 	var t *tokenInput
 	if ok {
-		t = new(tokenInput)
-		if err := gojson.Unmarshal(rec.input, t); err != nil { // see store.jsonGet
+		if t, err = decodeTokenBody(rec.body); err != nil {
 			return nil, err
 		}
 	}
@@ -694,10 +688,6 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 			known[k] = true
 		}
 	}
-	observed, err := json.Marshal(msg.ObservedAt)
-	if err != nil {
-		return err
-	}
 	keep := make(map[string]bool, len(msg.Tokens))
 	keys := make([]string, 0, len(msg.Tokens))
 	for i := range msg.Tokens {
@@ -715,13 +705,7 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 		keep[k] = true
 		keys = append(keys, k)
 		ti := &tokenInput{ObservedAt: msg.ObservedAt, Doc: d}
-		doc, err := json.Marshal(&ti.Doc)
-		if err != nil {
-			return err
-		}
-		h := fnv.New64a()
-		_, _ = h.Write(doc)
-		sum := h.Sum64()
+		rec, sum := newTokenRecord(msg.Bucket, msg.ObservedAt, &ti.Doc)
 		// A bucket is republished when any of its tokens changed; a token
 		// whose document is unchanged keeps its view (what depends on the
 		// clock, its listing's expiry, is the sweep's: TokenDeadline). A
@@ -734,7 +718,7 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 			}
 			same = ok && old.hash == sum && old.bucket == msg.Bucket
 		}
-		a.tx.PutRaw(store.InTokenDoc, appendTokenRecord(nil, sum, msg.Bucket, observed, doc), k)
+		a.tx.PutRaw(store.InTokenDoc, rec, k)
 		a.putTokenMemo(k, ti)
 		if same {
 			continue
@@ -767,29 +751,6 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 	return nil
 }
 
-// A token's stored input (store.InTokenDoc) is a tokenRecordHeader-byte
-// header, the FNV-64a hash of its document's JSON and the bucket whose
-// message wrote it (big endian), then tokenInput's JSON, built around the
-// one encoding of the document that also gives the hash. One record per
-// token: the hash decides whether a republished bucket's token needs a new
-// view, the bucket whether a bucket that no longer lists it may delete it.
-const tokenRecordHeader = 12
-
-type tokenRecord struct {
-	hash   uint64
-	bucket uint32
-	input  []byte // tokenInput's JSON
-}
-
-// appendTokenRecord appends the record of a document (doc: its JSON) seen
-// at observed (JSON) in bucket to b.
-func appendTokenRecord(b []byte, sum uint64, bucket uint32, observed, doc []byte) []byte {
-	b = binary.BigEndian.AppendUint64(b, sum)
-	b = binary.BigEndian.AppendUint32(b, bucket)
-	b = append(append(append(b, `{"observedAt":`...), observed...), `,"doc":`...)
-	return append(append(b, doc...), '}')
-}
-
 // tokenRecord reads token k's stored record; ok is false when there is
 // none.
 func (a *applier) tokenRecord(k string) (tokenRecord, bool, error) {
@@ -799,19 +760,6 @@ func (a *applier) tokenRecord(k string) (tokenRecord, bool, error) {
 	}
 	rec, ok := parseTokenRecord(raw)
 	return rec, ok, nil
-}
-
-// parseTokenRecord splits a stored record; ok is false for nil or a record
-// too short to hold its header.
-func parseTokenRecord(raw []byte) (tokenRecord, bool) {
-	if len(raw) < tokenRecordHeader {
-		return tokenRecord{}, false
-	}
-	return tokenRecord{
-		hash:   binary.BigEndian.Uint64(raw),
-		bucket: binary.BigEndian.Uint32(raw[8:]),
-		input:  raw[tokenRecordHeader:],
-	}, true
 }
 
 // renderToken re-renders the token view of key k from its document and

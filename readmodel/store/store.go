@@ -192,7 +192,8 @@ func (s *Store) CollectGarbage(stop <-chan struct{}) int {
 //	3: a token view's deadline is stored with it (no i/dt/ keys)
 //	4: a token's document hash record names the bucket that holds it
 //	5: a token's document record carries its hash and bucket (no i/th/ keys)
-const Schema = "5"
+//	6: a token's document record is binary, hashed with xxhash64
+const Schema = "6"
 
 func (s *Store) checkSchema() error {
 	cur, ok, err := s.get(kSchema)

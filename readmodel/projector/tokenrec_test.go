@@ -1,0 +1,174 @@
+package projector
+
+import (
+	"math/rand"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/marketd/marketd/internal/jsontest"
+	"github.com/marketd/marketd/readmodel"
+)
+
+// sampleTokenDoc is a document as the simulator's mirror sends it: its
+// overlay listing repeats the document's chain, address, token id,
+// collection and owner.
+func sampleTokenDoc() readmodel.TokenDoc {
+	exp := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	rank := int64(17)
+	cid := "abstract_0x00d4c4f92c531aff8ebfa8ea4ebc50b7dd467876"
+	addr := "0x00d4c4f92c531aff8ebfa8ea4ebc50b7dd467876"
+	owner := "0xd2e5126673172d95522b3ad6c878ed883e7cac28"
+	return readmodel.TokenDoc{
+		Chain: readmodel.Abstract, ContractAddress: addr, TokenID: "1", CollectionID: cid,
+		Name: "Tiny Apes #1", Image: "https://img.sim.marketd.test/60/0.png", RarityRank: &rank,
+		OwnerAddress: owner,
+		Overlay: &readmodel.ListingRow{
+			Chain: readmodel.Abstract, ContractAddress: addr, TokenID: "1", CollectionID: cid,
+			PriceRaw: "27567678000519850896", Seller: owner, Marketplace: "opensea", Status: readmodel.StatusActive,
+			ExpiresAt: &exp, Timestamp: time.Date(2026, 11, 22, 20, 40, 17, 0, time.UTC), OrderID: "0xabc",
+		},
+		LastSaleRaw: "12000000000000000000",
+	}
+}
+
+// TestTokenRecordRoundTrip: a record decodes to exactly the document and
+// observation time it was built from, for random documents (every field,
+// strings of any bytes, zero and nil times and pointers) and for the
+// common shape whose overlay repeats the document; its header carries the
+// bucket and the xxhash of the document's encoding.
+func TestTokenRecordRoundTrip(t *testing.T) {
+	r := rand.New(rand.NewSource(20261123))
+	cases := map[string]func() (readmodel.TokenDoc, time.Time){
+		"simulator shape": func() (readmodel.TokenDoc, time.Time) {
+			return sampleTokenDoc(), time.Date(2026, 11, 22, 21, 9, 46, 597801287, time.UTC)
+		},
+		"no overlay": func() (readmodel.TokenDoc, time.Time) {
+			d := sampleTokenDoc()
+			d.Overlay, d.RarityRank = nil, nil
+			return d, time.Unix(0, 1).UTC()
+		},
+		"zero times": func() (readmodel.TokenDoc, time.Time) {
+			d := sampleTokenDoc()
+			d.Overlay.Timestamp = time.Time{}
+			d.Overlay.ExpiresAt = new(time.Time)
+			return d, time.Time{}
+		},
+		"before 1970": func() (readmodel.TokenDoc, time.Time) {
+			d := sampleTokenDoc()
+			d.Overlay.Timestamp = time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC)
+			return d, time.Date(1969, 12, 31, 23, 59, 59, 999999999, time.UTC)
+		},
+		"random": func() (readmodel.TokenDoc, time.Time) {
+			var d readmodel.TokenDoc
+			var at time.Time
+			jsontest.Fill(r, reflect.ValueOf(&d).Elem())
+			jsontest.Fill(r, reflect.ValueOf(&at).Elem())
+			return d, at
+		},
+	}
+	for name, gen := range cases {
+		t.Run(name, func(t *testing.T) {
+			for i := 0; i < 2000; i++ {
+				doc, at := gen()
+				bucket := r.Uint32()
+				rec, sum := newTokenRecord(bucket, at, &doc)
+				p, ok := parseTokenRecord(rec)
+				require.True(t, ok)
+				assert.Equal(t, bucket, p.bucket)
+				assert.Equal(t, sum, p.hash)
+				assert.Equal(t, xxhash.Sum64(appendTokenDoc(nil, &doc)), sum)
+				got, err := decodeTokenBody(p.body)
+				require.NoError(t, err)
+				require.Equal(t, &tokenInput{ObservedAt: at, Doc: doc}, got)
+			}
+		})
+	}
+}
+
+// TestTokenRecordHash: the hash changes with every field of the document
+// (each one is a reason to re-render the view) and not with the
+// observation time or the bucket.
+func TestTokenRecordHash(t *testing.T) {
+	base := sampleTokenDoc()
+	at := time.Date(2026, 11, 22, 21, 0, 0, 0, time.UTC)
+	_, want := newTokenRecord(1, at, &base)
+	_, same := newTokenRecord(2, at.Add(time.Hour), &base)
+	assert.Equal(t, want, same, "observation time and bucket are not the document")
+
+	other := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+	rank := int64(18)
+	changes := map[string]func(d *readmodel.TokenDoc){
+		"chain":                func(d *readmodel.TokenDoc) { d.Chain = readmodel.Ink },
+		"name":                 func(d *readmodel.TokenDoc) { d.Name += "!" },
+		"image":                func(d *readmodel.TokenDoc) { d.Image = "" },
+		"rarity":               func(d *readmodel.TokenDoc) { d.RarityRank = &rank },
+		"rarity absent":        func(d *readmodel.TokenDoc) { d.RarityRank = nil },
+		"owner":                func(d *readmodel.TokenDoc) { d.OwnerAddress = "0x01" },
+		"custody":              func(d *readmodel.TokenDoc) { d.InCustody = true },
+		"custody label":        func(d *readmodel.TokenDoc) { d.CustodyLabel = "escrow" },
+		"overlay gone":         func(d *readmodel.TokenDoc) { d.Overlay = nil },
+		"overlay price":        func(d *readmodel.TokenDoc) { d.Overlay.PriceRaw = "1" },
+		"overlay seller":       func(d *readmodel.TokenDoc) { d.Overlay.Seller = "0x02" },
+		"overlay mint":         func(d *readmodel.TokenDoc) { d.Overlay.Mint = "1" },
+		"overlay token":        func(d *readmodel.TokenDoc) { d.Overlay.TokenID = "" },
+		"overlay status":       func(d *readmodel.TokenDoc) { d.Overlay.Status = readmodel.StatusCancelled },
+		"overlay expiry":       func(d *readmodel.TokenDoc) { d.Overlay.ExpiresAt = &other },
+		"overlay expiry none":  func(d *readmodel.TokenDoc) { d.Overlay.ExpiresAt = nil },
+		"overlay expiry zero":  func(d *readmodel.TokenDoc) { d.Overlay.ExpiresAt = new(time.Time) },
+		"overlay timestamp ns": func(d *readmodel.TokenDoc) { d.Overlay.Timestamp = d.Overlay.Timestamp.Add(1) },
+		"overlay order":        func(d *readmodel.TokenDoc) { d.Overlay.OrderID = "0xabd" },
+		"overlay tx":           func(d *readmodel.TokenDoc) { d.Overlay.Tx = "0x03" },
+		"overlay buyer total":  func(d *readmodel.TokenDoc) { d.Overlay.BuyerTotalRaw = "5" },
+		"last sale":            func(d *readmodel.TokenDoc) { d.LastSaleRaw = "" },
+	}
+	for name, change := range changes {
+		t.Run(name, func(t *testing.T) {
+			d := sampleTokenDoc()
+			change(&d)
+			_, got := newTokenRecord(1, at, &d)
+			assert.NotEqual(t, want, got)
+		})
+	}
+}
+
+// TestTokenRecordCorrupt: a damaged record is an error, never a panic or
+// a wrong document: every truncation of a record fails, and so does a
+// record with bytes after its end.
+func TestTokenRecordCorrupt(t *testing.T) {
+	doc := sampleTokenDoc()
+	rec, _ := newTokenRecord(3, time.Date(2026, 11, 22, 21, 0, 0, 0, time.UTC), &doc)
+	body := rec[tokenRecordHeader:]
+	for n := 0; n < len(body); n++ {
+		_, err := decodeTokenBody(body[:n])
+		assert.ErrorIs(t, err, errCorruptTokenRecord, "truncated to %d of %d bytes", n, len(body))
+	}
+	_, err := decodeTokenBody(append(append([]byte(nil), body...), 0))
+	assert.ErrorIs(t, err, errCorruptTokenRecord, "trailing byte")
+	_, ok := parseTokenRecord(rec[:tokenRecordHeader-1])
+	assert.False(t, ok, "a record shorter than its header")
+}
+
+// FuzzTokenRecord: decoding arbitrary bytes never panics, and whatever
+// decodes re-encodes to a record that decodes to the same value.
+func FuzzTokenRecord(f *testing.F) {
+	doc := sampleTokenDoc()
+	rec, _ := newTokenRecord(3, time.Date(2026, 11, 22, 21, 0, 0, 0, time.UTC), &doc)
+	f.Add(rec[tokenRecordHeader:])
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, err := decodeTokenBody(body)
+		if err != nil {
+			return
+		}
+		again, _ := newTokenRecord(0, got.ObservedAt, &got.Doc)
+		p, _ := parseTokenRecord(again)
+		back, err := decodeTokenBody(p.body)
+		require.NoError(t, err)
+		require.Equal(t, got, back)
+	})
+}
