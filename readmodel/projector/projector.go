@@ -646,11 +646,13 @@ func (p *Projector) Sweep(ctx context.Context, now time.Time) (int, error) {
 	if err != nil {
 		return total, err
 	}
+	var at store.DueCursor
 	for {
-		due, err := p.st.Due(ctx, now, 64)
+		due, next, err := p.st.Due(ctx, now, at, 64)
 		if err != nil || len(due) == 0 {
 			return total, err
 		}
+		at = next
 		err = p.st.Update(ctx, func(tx *store.Tx) error {
 			a := &applier{tx: tx, now: now, retention: p.opts.RowRetention}
 			for _, cid := range due {
@@ -670,18 +672,13 @@ func (p *Projector) Sweep(ctx context.Context, now time.Time) (int, error) {
 // sweepTokens re-renders the token views whose listing expired by now.
 func (p *Projector) sweepTokens(ctx context.Context, now time.Time) (int, error) {
 	total := 0
-	var first string
+	var at store.DueCursor
 	for {
-		due, err := p.st.DueTokens(ctx, now, 256)
+		due, next, err := p.st.DueTokens(ctx, now, at, 256)
 		if err != nil || len(due) == 0 {
 			return total, err
 		}
-		// Rendering a due token moves (or drops) its deadline; a batch that
-		// starts where the last one did would never end.
-		if due[0] == first {
-			return total, readmodel.Errorf(readmodel.Internal, "token sweep made no progress at %q", first)
-		}
-		first = due[0]
+		at = next
 		err = p.st.Update(ctx, func(tx *store.Tx) error {
 			a := &applier{tx: tx, now: now, tokenNow: now, retention: p.opts.RowRetention}
 			for _, k := range due {

@@ -302,3 +302,53 @@ func TestOpenAfterAKillDuringMemtableCreation(t *testing.T) {
 	_, err = s.Collection(ctx, "c1")
 	assert.NoError(t, err, "committed views survive")
 }
+
+// TestDueWalk: a walk of the token deadline index with the cursor returns
+// every entry at or before now exactly once, in deadline order, in
+// batches of the limit, and none after now; an entry a render moves to a
+// deadline that is still due but behind the cursor waits for the next
+// walk, so a walk always ends.
+func TestDueWalk(t *testing.T) {
+	s := mustOpen(t)
+	ctx := context.Background()
+	now := time.UnixMilli(1_800_000_000_000)
+	tv := readmodel.TokenView{Version: 1, Body: readmodel.TimedBody{Head: []byte(`{}`)}}
+	require.NoError(t, s.Update(ctx, func(tx *Tx) error {
+		for i := 0; i < 10; i++ {
+			// t0..t9 due at now-10s .. now-1s, and u0..u9 after now.
+			tx.PutToken("t"+strconv.Itoa(i), tv, now.Add(time.Duration(i-10)*time.Second))
+			tx.PutToken("u"+strconv.Itoa(i), tv, now.Add(time.Duration(i+1)*time.Second))
+		}
+		return nil
+	}))
+	walk := func(moveTo time.Time) []string {
+		var got []string
+		var at DueCursor
+		for batch := 0; ; batch++ {
+			require.Less(t, batch, 10, "the walk does not end: %v", got)
+			due, next, err := s.DueTokens(ctx, now, at, 3)
+			require.NoError(t, err)
+			if len(due) == 0 {
+				return got
+			}
+			assert.LessOrEqual(t, len(due), 3)
+			got, at = append(got, due...), next
+			if moveTo.IsZero() {
+				continue // a walk that renders nothing
+			}
+			require.NoError(t, s.Update(ctx, func(tx *Tx) error {
+				for _, k := range due {
+					tx.PutToken(k, readmodel.TokenView{Version: 2, Body: readmodel.TimedBody{Head: []byte(`{"r":1}`)}}, moveTo)
+				}
+				return nil
+			}))
+		}
+	}
+	want := []string{"t0", "t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8", "t9"}
+	assert.Equal(t, want, walk(time.Time{}), "a walk that moves nothing")
+	// Each render moves the entry to the earliest deadline of all: still
+	// due, but behind the cursor.
+	assert.Equal(t, want, walk(now.Add(-time.Hour)))
+	assert.Equal(t, want, walk(now.Add(time.Hour)), "the next walk finds them again, once each")
+	assert.Empty(t, walk(now.Add(time.Hour)), "moved past now: nothing due")
+}
