@@ -86,12 +86,6 @@ func ReplayWithResult(ctx context.Context, js jetstream.JetStream, dataDir strin
 	}
 	bopts := opts.Store
 	bopts.NoSuperseded = true
-	if bopts.MemTableSize == 0 {
-		// A build only writes: 64 MiB memtables flush and compact a quarter
-		// as often (10,000 collections × 100 tokens: 1,420 → 1,758 msgs/s,
-		// 111 → 79 CPU-s). A serving node keeps the smaller default.
-		bopts.MemTableSize = 64 << 20
-	}
 	st, err := store.Open(ctx, build, bopts)
 	if err != nil {
 		return res, err

@@ -50,8 +50,10 @@ type Options struct {
 	// package comment).
 	SyncWrites bool
 	// MemTableSize is Badger's memtable size in bytes (it also bounds one
-	// transaction to about 15 % of it); 0 means 16 MiB (values over 64
+	// transaction to about 15 % of it); 0 means 64 MiB (values over 64
 	// bytes live in the value log, so memtables hold keys and pointers).
+	// A store keeps two memtables: the one being written and the one
+	// being flushed.
 	MemTableSize int64
 	// GCInterval is how often value-log space of rewritten views is
 	// reclaimed; 0 means 1 minute, negative disables it.
@@ -95,7 +97,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		opts.CacheBytes = 256 << 20
 	}
 	if opts.MemTableSize <= 0 {
-		opts.MemTableSize = 16 << 20
+		opts.MemTableSize = 64 << 20
 	}
 	if opts.ValueLogFileSize <= 0 {
 		opts.ValueLogFileSize = 128 << 20
@@ -112,7 +114,15 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	bo := badger.DefaultOptions(dir).
 		WithSyncWrites(opts.SyncWrites).
 		WithLogger(nil).
+		// Fewer, larger flushes mean less compaction (every flush adds a
+		// level-0 table that compaction merges down): at 100,000
+		// collections x 100 tokens a node applied 16 % more of its first
+		// cycle in 5 minutes with 64 MiB memtables than with 16 MiB, and
+		// compaction fell from 18 % to 12 % of its CPU. Two memtables
+		// instead of Badger's five keep their memory at 128 MiB (five of
+		// 16 MiB were 80 MiB); replays measured the same with two or five.
 		WithMemTableSize(opts.MemTableSize).
+		WithNumMemtables(2).
 		WithValueLogFileSize(opts.ValueLogFileSize).
 		// Nearly every value (views, inputs) lives in the value log; the
 		// LSM tree holds keys and value pointers. Compaction then moves
