@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	gojson "github.com/goccy/go-json"
+
 	"github.com/marketd/marketd/ingest/source"
 	"github.com/marketd/marketd/readmodel"
 )
@@ -76,8 +78,12 @@ func (s *Sim) guard(src readmodel.Source, h func(http.ResponseWriter, *http.Requ
 	}
 }
 
+// writeJSON writes v with goccy/go-json, which writes exactly
+// encoding/json's bytes for every answer type (TestWriteJSONMatchesStd)
+// in about a third of the time: encoding the answers was a third of the
+// simulator's CPU at 100,000 collections.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
+	b, err := gojson.Marshal(v)
 	if err != nil {
 		status, b = http.StatusInternalServerError, []byte(`{"error":{"code":"internal","message":"encode"}}`)
 	}
