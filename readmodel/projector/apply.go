@@ -73,6 +73,12 @@ type applier struct {
 	drained  bool            // held renders were just drained: render this batch's in its transaction
 	coll     *pending        // collection renders marked (deferred)
 	dirtyTok map[string]bool // token keys marked (deferred)
+	// newTok holds token keys known to have no view (their contract had
+	// none when a new bucket listed them): their first render writes
+	// without reading the view it would replace. tokPrefixes holds the
+	// contract prefixes of the token views this transaction wrote.
+	newTok      map[string]bool
+	tokPrefixes map[string]bool
 }
 
 // pending is the collection renders a deferred applier has marked: the
@@ -688,6 +694,11 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 			known[k] = true
 		}
 	}
+	// A new bucket of a collection whose contract has no token view at
+	// all (a first cycle, a replay) lists only tokens without views: one
+	// seek per contract then saves a read per token before its view is
+	// written. noViews caches the answer per contract prefix.
+	var noViews map[string]bool
 	keep := make(map[string]bool, len(msg.Tokens))
 	keys := make([]string, 0, len(msg.Tokens))
 	for i := range msg.Tokens {
@@ -722,6 +733,27 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 		a.putTokenMemo(k, ti)
 		if same {
 			continue
+		}
+		if old == nil {
+			prefix := readmodel.TokenKey(d.Chain, d.ContractAddress, "")
+			none, seen := noViews[prefix]
+			if !seen {
+				exist, err := a.tx.TokensCommitted(prefix)
+				if err != nil {
+					return err
+				}
+				none = !exist && !a.tokPrefixes[prefix]
+				if noViews == nil {
+					noViews = map[string]bool{}
+				}
+				noViews[prefix] = none
+			}
+			if none {
+				if a.newTok == nil {
+					a.newTok = map[string]bool{}
+				}
+				a.newTok[k] = true
+			}
 		}
 		if err := a.touchToken(k); err != nil {
 			return err
@@ -802,6 +834,15 @@ func (a *applier) renderToken(k string) error {
 	v := readmodel.TokenJSON(in)
 	v.Body = tmplTimed(v.Body)
 	v.Version = a.ver()
+	if a.tokPrefixes == nil {
+		a.tokPrefixes = map[string]bool{}
+	}
+	a.tokPrefixes[k[:len(k)-len(d.TokenID)]] = true // k is TokenKey(chain, address, id)
+	if a.newTok[k] {
+		delete(a.newTok, k) // it has a view from now on
+		a.tx.PutNewToken(k, v, readmodel.TokenDeadline(in))
+		return nil
+	}
 	a.tx.PutToken(k, v, readmodel.TokenDeadline(in))
 	return nil
 }

@@ -482,3 +482,36 @@ func TestTokensMovingBetweenBuckets(t *testing.T) {
 		})
 	}
 }
+
+// TestNewBucketTokenDeadlines: a token first listed by a new bucket gets
+// its view and exactly one deadline entry, and when another new bucket
+// lists it again its entry moves (a new bucket writes without reading
+// only while its contract has no token view at all).
+func TestNewBucketTokenDeadlines(t *testing.T) {
+	e := mustEnv(t)
+	ctx := context.Background()
+	key := readmodel.TokenKey(readmodel.Ethereum, contract, "5")
+	withOverlay := func(exp time.Time) readmodel.TokenDoc {
+		return readmodel.TokenDoc{Chain: readmodel.Ethereum, ContractAddress: contract, TokenID: "5", CollectionID: cid, OwnerAddress: "0xholder",
+			Overlay: &readmodel.ListingRow{Chain: readmodel.Ethereum, ContractAddress: contract, TokenID: "5", CollectionID: cid,
+				PriceRaw: "700", Seller: "0xholder", Marketplace: "opensea", Status: readmodel.StatusActive, ExpiresAt: tp(exp), Timestamp: t0, OrderID: "o5"}}
+	}
+	due := func(at time.Time) []string {
+		keys, _, err := e.st.DueTokens(ctx, at, nil, 10)
+		require.NoError(t, err)
+		return keys
+	}
+	e.run(docMsg(evmDoc(cid, readmodel.Ethereum, contract)),
+		&readmodel.Message{Kind: readmodel.KindTokens, CollectionID: cid, Bucket: 1, Tokens: []readmodel.TokenDoc{withOverlay(t0.Add(time.Hour))}})
+	v, err := e.st.Token(ctx, readmodel.Ethereum, contract, "5")
+	require.NoError(t, err)
+	assert.Equal(t, "opensea", timed(t, v.Body, t0)["listing"].(map[string]any)["marketplace"])
+	assert.Empty(t, due(t0.Add(30*time.Minute)))
+	assert.Equal(t, []string{key}, due(t0.Add(90*time.Minute)), "one entry, at the overlay's expiry")
+
+	// The collection's tokens are re-bucketed: bucket 2 is new, but the
+	// contract has a view, so the token's entry moves to the new expiry.
+	e.run(&readmodel.Message{Kind: readmodel.KindTokens, CollectionID: cid, Bucket: 2, Tokens: []readmodel.TokenDoc{withOverlay(t0.Add(3 * time.Hour))}})
+	assert.Empty(t, due(t0.Add(90*time.Minute)), "no entry left at the old expiry")
+	assert.Equal(t, []string{key}, due(t0.Add(4*time.Hour)))
+}

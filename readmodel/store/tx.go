@@ -349,6 +349,37 @@ func (t *Tx) PutToken(tokenKey string, v readmodel.TokenView, deadline time.Time
 	t.moveDeadline(pTokenDeadlines, tokenKey, was, ms)
 }
 
+// PutNewToken is PutToken for a token that has no view (see
+// TokensCommitted): it writes without reading the view it would replace.
+// Writing over an existing view this way would leave that view's deadline
+// entry behind.
+func (t *Tx) PutNewToken(tokenKey string, v readmodel.TokenView, deadline time.Time) {
+	var ms int64
+	if !deadline.IsZero() {
+		ms = deadline.UnixMilli()
+	}
+	t.view(key(pToken, tokenKey), encodeToken(v, ms))
+	t.moveDeadline(pTokenDeadlines, tokenKey, 0, ms)
+}
+
+// TokensCommitted reports whether any token view whose key starts with
+// prefix (for instance "ethereum|0xabc|", every token of a contract) was
+// committed before this transaction; this transaction's own writes are
+// the caller's to know. (An iterator of the read-write transaction would
+// count them, but sorts all its pending writes each time it is created.)
+func (t *Tx) TokensCommitted(prefix string) (bool, error) {
+	p := key(pToken, prefix)
+	found := false
+	err := t.s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: p})
+		defer it.Close()
+		it.Seek(p)
+		found = it.ValidForPrefix(p)
+		return nil
+	})
+	return found, err
+}
+
 // DeleteToken removes a token view.
 func (t *Tx) DeleteToken(tokenKey string) {
 	k := key(pToken, tokenKey)
