@@ -834,10 +834,12 @@ func (a *applier) renderToken(k string) error {
 	v := readmodel.TokenJSON(in)
 	v.Body = tmplTimed(v.Body)
 	v.Version = a.ver()
-	if a.tokPrefixes == nil {
-		a.tokPrefixes = map[string]bool{}
+	if n := len(k) - len(d.TokenID); n >= 0 { // k is TokenKey(chain, address, id)
+		if a.tokPrefixes == nil {
+			a.tokPrefixes = map[string]bool{}
+		}
+		a.tokPrefixes[k[:n]] = true
 	}
-	a.tokPrefixes[k[:len(k)-len(d.TokenID)]] = true // k is TokenKey(chain, address, id)
 	if a.newTok[k] {
 		delete(a.newTok, k) // it has a view from now on
 		a.tx.PutNewToken(k, v, readmodel.TokenDeadline(in))
