@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/marketd/marketd/internal/jsontest"
 	"github.com/marketd/marketd/ingest/source"
+	"github.com/marketd/marketd/internal/jsontest"
 	"github.com/marketd/marketd/readmodel"
 )
 
