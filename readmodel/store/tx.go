@@ -337,10 +337,7 @@ func (t *Tx) PutListings(cid string, v readmodel.ListingsView) {
 // deadline is when the view next changes by the clock alone (its listing
 // expires; zero: never): DueTokens returns it from then on.
 func (t *Tx) PutToken(tokenKey string, v readmodel.TokenView, deadline time.Time) {
-	var ms int64
-	if !deadline.IsZero() {
-		ms = deadline.UnixMilli()
-	}
+	ms := unixMs(deadline)
 	old, _ := t.viewIfChanged(key(pToken, tokenKey), encodeToken(v, ms))
 	var was int64
 	if old != nil {
@@ -354,10 +351,7 @@ func (t *Tx) PutToken(tokenKey string, v readmodel.TokenView, deadline time.Time
 // Writing over an existing view this way would leave that view's deadline
 // entry behind.
 func (t *Tx) PutNewToken(tokenKey string, v readmodel.TokenView, deadline time.Time) {
-	var ms int64
-	if !deadline.IsZero() {
-		ms = deadline.UnixMilli()
-	}
+	ms := unixMs(deadline)
 	t.view(key(pToken, tokenKey), encodeToken(v, ms))
 	t.moveDeadline(pTokenDeadlines, tokenKey, 0, ms)
 }
@@ -551,10 +545,7 @@ func (t *Tx) AddSale(cid string, row *readmodel.SaleRow, item []byte) (bool, err
 // alone (zero clears it).
 func (t *Tx) SetDeadline(cid string, at time.Time) {
 	dk := key(pDeadline, cid)
-	var now int64
-	if !at.IsZero() {
-		now = at.UnixMilli()
-	}
+	now := unixMs(at)
 	old, ok, err := t.getRaw(dk)
 	if err != nil {
 		t.err = errors.Join(t.err, err)
@@ -574,6 +565,15 @@ func (t *Tx) SetDeadline(cid string, at time.Time) {
 	case ok:
 		t.del(dk)
 	}
+}
+
+// unixMs is t in unix milliseconds, the deadline indexes' unit; 0 (no
+// deadline) for the zero time.
+func unixMs(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }
 
 // deadlineEntry is the key of id's entry in a deadline index (due reads
