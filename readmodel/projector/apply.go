@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/marketd/marketd/readmodel"
@@ -735,7 +736,7 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 			continue
 		}
 		if old == nil {
-			prefix := readmodel.TokenKey(d.Chain, d.ContractAddress, "")
+			prefix, _ := contractPrefix(k, d.TokenID)
 			none, seen := noViews[prefix]
 			if !seen {
 				exist, err := a.tx.TokensCommitted(prefix)
@@ -794,6 +795,16 @@ func (a *applier) tokenRecord(k string) (tokenRecord, bool, error) {
 	return rec, ok, nil
 }
 
+// contractPrefix returns the part of token key k (readmodel.TokenKey of
+// chain, address and tokenID) that every token of its contract shares;
+// ok is false when k does not end in tokenID.
+func contractPrefix(k, tokenID string) (prefix string, ok bool) {
+	if !strings.HasSuffix(k, tokenID) {
+		return "", false
+	}
+	return k[:len(k)-len(tokenID)], true
+}
+
 // renderToken re-renders the token view of key k from its document and
 // the native order book of its collection.
 func (a *applier) renderToken(k string) error {
@@ -834,11 +845,11 @@ func (a *applier) renderToken(k string) error {
 	v := readmodel.TokenJSON(in)
 	v.Body = tmplTimed(v.Body)
 	v.Version = a.ver()
-	if n := len(k) - len(d.TokenID); n >= 0 { // k is TokenKey(chain, address, id)
+	if prefix, ok := contractPrefix(k, d.TokenID); ok {
 		if a.tokPrefixes == nil {
 			a.tokPrefixes = map[string]bool{}
 		}
-		a.tokPrefixes[k[:n]] = true
+		a.tokPrefixes[prefix] = true
 	}
 	if a.newTok[k] {
 		delete(a.newTok, k) // it has a view from now on
