@@ -22,8 +22,8 @@ import (
 // the body is what a later re-render (an order-book change, a sweep) reads.
 // The body is a compact binary encoding, not JSON: at 10 million tokens
 // the records are a third of what a node writes, and JSON made them about
-// twice as large and their encoding and hashing about a tenth of a
-// replay's CPU. The layout is the store's schema (store.Schema): change it
+// twice as large and their encoding and hashing about 4% of a replay's
+// CPU. The layout is the store's schema (store.Schema): change it
 // only with a schema bump.
 //
 // Encoding rules (decodeTokenBody checks every length against the record,
