@@ -123,6 +123,44 @@ func TestSales(t *testing.T) {
 	})
 }
 
+// TestSalesDedupe checks that a sale (SaleKey) is indexed once wherever
+// its copy arrives: the store reads a dedupe key only for collections
+// that had sales committed before the transaction, and checks the first
+// sales of a collection against those of the same transaction.
+func TestSalesDedupe(t *testing.T) {
+	ctx := context.Background()
+	other := func(r readmodel.SaleRow) readmodel.SaleRow { r.CollectionID = cid + "x"; return r }
+	a, b := saleRow("a", t0.Add(time.Minute), "10"), saleRow("b", t0.Add(2*time.Minute), "10")
+	// A copy of a reported again with another time: same SaleKey, but it
+	// would sort under a key of its own if it were indexed again.
+	a2 := a
+	a2.Timestamp = t0.Add(3 * time.Minute)
+	cases := []struct {
+		name  string
+		steps [][]*readmodel.Message // each step is applied in one call
+		want  []string
+	}{
+		{"twice in one message", [][]*readmodel.Message{{salesMsg(a, b, a2)}}, []string{"b", "a"}},
+		{"in two messages of one batch", [][]*readmodel.Message{{salesMsg(a), salesMsg(b, a2)}}, []string{"b", "a"}},
+		{"in a later transaction", [][]*readmodel.Message{{salesMsg(a)}, {salesMsg(a2, b)}, {salesMsg(b)}}, []string{"b", "a"}},
+		{"another collection's sales first", [][]*readmodel.Message{
+			{&readmodel.Message{Kind: readmodel.KindSales, Source: readmodel.SourceSales, CollectionID: cid + "x", Sales: []readmodel.SaleRow{other(a)}}},
+			{salesMsg(a, a2)}, {salesMsg(a2)}}, []string{"a"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := mustEnv(t)
+			e.run(docMsg(evmDoc(cid, readmodel.Ethereum, contract)))
+			for _, step := range tc.steps {
+				e.run(step...)
+			}
+			p, err := e.st.Sales(ctx, cid, "", 10)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, txs(t, p))
+		})
+	}
+}
+
 func TestBrowse(t *testing.T) {
 	ctx := context.Background()
 	e := mustEnv(t)

@@ -72,6 +72,9 @@ type Store struct {
 	cache *cache
 	quote atomic.Pointer[readmodel.USDQuote] // nil until first loaded or committed
 
+	salesMu   sync.Mutex
+	withSales map[string]struct{} // collections known to have sales committed (hasSales)
+
 	gcStop, gcDone chan struct{}
 	stopGC         sync.Once
 	gcRuns         atomic.Int64 // value-log files rewritten by gcLoop

@@ -27,6 +27,11 @@ type Tx struct {
 	sales   []string
 	quote   *readmodel.USDQuote // set by PutQuote: served after the commit
 	err     error
+
+	// newSales holds, per collection AddSale saw in this transaction, the
+	// sale hashes it added when the collection had no sales committed
+	// before the transaction; nil (present) when it had some.
+	newSales map[string]map[[8]byte]struct{}
 }
 
 // Update runs fn in one read-write transaction and commits it when fn
@@ -50,6 +55,7 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 		return internal(err, "commit")
 	}
 	s.cache.invalidate(tx.touched, tx.aliases, tx.browse, tx.sales)
+	s.noteSales(tx.newSales)
 	if tx.quote != nil {
 		// The new quote first, then a new cache generation: a reader that
 		// filled a view with the old quote cannot store it any more.
@@ -362,7 +368,40 @@ func (t *Tx) PutNewToken(tokenKey string, v readmodel.TokenView, deadline time.T
 // the caller's to know. (An iterator of the read-write transaction would
 // count them, but sorts all its pending writes each time it is created.)
 func (t *Tx) TokensCommitted(prefix string) (bool, error) {
-	p := key(pToken, prefix)
+	return t.committed(key(pToken, prefix))
+}
+
+// hasSales reports whether cid is known to have sales committed. A sale
+// is never removed, so once a collection has one it always has: AddSale
+// then skips the seek that would find it.
+func (s *Store) hasSales(cid string) bool {
+	s.salesMu.Lock()
+	defer s.salesMu.Unlock()
+	_, ok := s.withSales[cid]
+	return ok
+}
+
+// noteSales records, after a commit, the collections that now have sales
+// committed: those the transaction found with some and those it added to.
+func (s *Store) noteSales(seen map[string]map[[8]byte]struct{}) {
+	if len(seen) == 0 {
+		return
+	}
+	s.salesMu.Lock()
+	defer s.salesMu.Unlock()
+	if s.withSales == nil {
+		s.withSales = map[string]struct{}{}
+	}
+	for cid, added := range seen {
+		if added == nil || len(added) > 0 {
+			s.withSales[cid] = struct{}{}
+		}
+	}
+}
+
+// committed reports whether any key starting with p was committed before
+// this transaction, with one seek on a read-only snapshot.
+func (t *Tx) committed(p []byte) (bool, error) {
 	found := false
 	err := t.s.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: p})
@@ -527,10 +566,41 @@ func saleSuffix(row *readmodel.SaleRow) []byte {
 
 // AddSale indexes one sale of cid with its rendered item, unless the same
 // sale (SaleKey) is already indexed; it reports whether it added.
+//
+// The check reads the sale's dedupe key, except for a collection that had
+// no sales committed before this transaction (its first sales: every
+// collection's in a first cycle or a replay), which one seek proves; its
+// sales are then checked against those this transaction added. At
+// 100,000 collections those reads were two thirds of applying the first
+// cycle's 3.5 million sales.
 func (t *Tx) AddSale(cid string, row *readmodel.SaleRow, item []byte) (bool, error) {
 	suf := saleSuffix(row)
+	var h [8]byte
+	copy(h[:], suf[8:])
+	added, seen := t.newSales[cid]
+	if !seen {
+		committed := t.s.hasSales(cid)
+		if !committed {
+			var err error
+			if committed, err = t.committed(key(pSaleKey, cid, "")); err != nil {
+				return false, err
+			}
+		}
+		if !committed {
+			added = map[[8]byte]struct{}{}
+		}
+		if t.newSales == nil {
+			t.newSales = map[string]map[[8]byte]struct{}{}
+		}
+		t.newSales[cid] = added
+	}
 	dk := key(pSaleKey, cid, string(suf[8:]))
-	if _, ok, err := t.getRaw(dk); err != nil {
+	if added != nil {
+		if _, dup := added[h]; dup {
+			return false, nil
+		}
+		added[h] = struct{}{}
+	} else if _, ok, err := t.getRaw(dk); err != nil {
 		return false, err
 	} else if ok {
 		return false, nil
