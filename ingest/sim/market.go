@@ -386,8 +386,8 @@ func (m *market) sale(k *coll, i int, s int64) (readmodel.RawSale, bool) {
 	at := m.timeOf(k.epochStart(s)).Add(-time.Duration(m.h(tagSalePrice, ci, iu, su)%uint64(m.step/time.Second+1)) * time.Second)
 	r.BlockTime = fmtTime(at)
 	r.RecordedAt = fmtTime(at.Add(time.Duration(1+su%4) * time.Second))
+	r.Price = m.salePrice(k, i, s, &prev)
 	if prev.listed {
-		r.Price = readmodel.Amount(prev.price.String())
 		if prev.native {
 			r.Marketplace = readmodel.MarketplaceNative
 			r.OrderID = m.nativeOrderID(k, tid, &prev)
@@ -397,11 +397,7 @@ func (m *market) sale(k *coll, i int, s int64) (readmodel.RawSale, bool) {
 		}
 	} else {
 		hp := m.h(tagSalePrice, ci, iu, su+1)
-		r.Price = readmodel.Amount(scale(k.floor, int64(900+hp%400), 1000, hp>>40).String())
 		r.Marketplace = m.externalMPs[hp%uint64(len(m.externalMPs))]
-	}
-	if k.edge == EdgeBadSalePrices && i%4 == 0 {
-		r.Price = readmodel.Amount(badPrices[floorMod(s, int64(len(badPrices)))])
 	}
 	if k.chain == readmodel.Solana {
 		r.Mint = tid
@@ -411,6 +407,20 @@ func (m *market) sale(k *coll, i int, s int64) (readmodel.RawSale, bool) {
 		r.Tx = m.evmHex(64, tagTx, ci<<20^iu, su^0xfeed)
 	}
 	return r, true
+}
+
+// salePrice is the price of token i's sale at epoch s, given prev, the
+// token's listing state at s-1: the listed price, else a price near the
+// floor. A token's lastSale needs only this, not the whole sale.
+func (m *market) salePrice(k *coll, i int, s int64, prev *listing) readmodel.Amount {
+	if k.edge == EdgeBadSalePrices && i%4 == 0 {
+		return readmodel.Amount(badPrices[floorMod(s, int64(len(badPrices)))])
+	}
+	if prev.listed {
+		return readmodel.Amount(prev.price.String())
+	}
+	hp := m.h(tagSalePrice, uint64(k.idx), uint64(i), uint64(s)+1)
+	return readmodel.Amount(scale(k.floor, int64(900+hp%400), 1000, hp>>40).String())
 }
 
 var badPrices = []string{"12.5", "-100", "", "0x1bc16d674ec80000", "1e18", "12 ETH"}
@@ -520,8 +530,9 @@ func (m *market) token(k *coll, i int, t int64) readmodel.RawToken {
 		tok.Overlay = &ov
 	}
 	for s := e; s > e-16; s-- {
-		if sale, ok := m.sale(k, i, s); ok {
-			tok.LastSale = sale.Price
+		if m.touched(k, i, s) && m.sold(k, i, s) { // as in sale
+			prev := m.state(k, i, s-1)
+			tok.LastSale = m.salePrice(k, i, s, &prev)
 			break
 		}
 	}
