@@ -64,12 +64,24 @@ func queryCursor(c *fiber.Ctx) (text string, present bool) {
 // own is a view into the request buffer). ok is false when the escape is
 // malformed.
 func pathParam(c *fiber.Ctx, name string) (string, bool) {
-	v := c.Params(name)
+	v, escaped, ok := pathParamView(c, name)
+	if ok && !escaped {
+		v = strings.Clone(v)
+	}
+	return v, ok
+}
+
+// pathParamView is pathParam without the copy: unless the parameter was
+// escaped (then it is a new string), the result is a view into the
+// request buffer, valid only until the handler returns. For handlers
+// that keep nothing of it (getToken: three parameters, a copy each).
+func pathParamView(c *fiber.Ctx, name string) (v string, escaped, ok bool) {
+	v = c.Params(name)
 	if strings.IndexByte(v, '%') >= 0 {
 		u, err := url.PathUnescape(v)
-		return u, err == nil
+		return u, true, err == nil
 	}
-	return strings.Clone(v), true
+	return v, false, true
 }
 
 // resolve resolves the {id} path parameter to a canonical id and its

@@ -50,7 +50,9 @@ type Reader interface {
 	// (native-launched first), restricted to chain unless chain is "".
 	Browse(ctx context.Context, sort readmodel.Sort, chain readmodel.Chain, after string, limit int) (readmodel.Page, error)
 	// Token returns a token's prepared detail. address is EVM lowercase or
-	// the Solana collection mint as given.
+	// the Solana collection mint as given. address and tokenID may be
+	// views of the request, valid only during the call: an implementation
+	// copies what it keeps.
 	Token(ctx context.Context, chain readmodel.Chain, address, tokenID string) (readmodel.TokenView, error)
 }
 

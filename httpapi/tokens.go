@@ -25,13 +25,16 @@ var (
 // when malformed; tokenId is only length-checked (≤100, else 404); a
 // well-formed path that is not indexed is 404. Never 502: a node read
 // failure answers 404 (see status).
+//
+// The path parameters are views into the request (pathParamView): the
+// lookup and the ETag keep nothing of them.
 func (s *Server) getToken(c *fiber.Ctx, rt *route, now time.Time) error {
-	chainText, _ := pathParam(c, "chain")
+	chainText, _, _ := pathParamView(c, "chain")
 	chain, ok := readmodel.ParseChain(strings.ToLower(chainText))
 	if !ok {
 		return errTokenChain
 	}
-	address, ok := pathParam(c, "address")
+	address, _, ok := pathParamView(c, "address")
 	if !ok {
 		return errEVMAddress
 	}
@@ -49,7 +52,7 @@ func (s *Server) getToken(c *fiber.Ctx, rt *route, now time.Time) error {
 			return errSolanaMint
 		}
 	}
-	tokenID, ok := pathParam(c, "tokenId")
+	tokenID, _, ok := pathParamView(c, "tokenId")
 	if !ok || tokenID == "" || len(tokenID) > maxTokenIDLen {
 		return errTokenMissing
 	}

@@ -22,11 +22,13 @@ var Chains = []Chain{Solana, Ethereum, Polygon, Base, Ink, ApeChain, Abstract, R
 
 // ParseChain returns the chain named by s, matched exactly (callers lowercase
 // first where SPEC says matching is case-insensitive). ok is false for
-// anything else, including the empty string.
+// anything else, including the empty string. The chain returned is the
+// constant, never s itself: s may be a view of a request buffer.
 func ParseChain(s string) (c Chain, ok bool) {
-	switch Chain(s) {
-	case Solana, Ethereum, Polygon, Base, Ink, ApeChain, Abstract, Robinhood:
-		return Chain(s), true
+	for _, c := range Chains {
+		if string(c) == s {
+			return c, true
+		}
 	}
 	return "", false
 }

@@ -544,7 +544,8 @@ func (s *Store) Listings(ctx context.Context, id string, version uint64) (readmo
 
 // Token returns the prepared TokenDetail of (chain, address, tokenID),
 // address and tokenID exactly as the API normalized them; NotFound if the
-// token is not indexed.
+// token is not indexed. It keeps no reference to its arguments: the API
+// passes views of the request.
 func (s *Store) Token(ctx context.Context, chain readmodel.Chain, address, tokenID string) (readmodel.TokenView, error) {
 	// key(pToken, readmodel.TokenKey(chain, address, tokenID)), built on
 	// the stack: a cached view is then read without allocating.
