@@ -74,7 +74,7 @@ func pathParam(c *fiber.Ctx, name string) (string, bool) {
 // pathParamView is pathParam without the copy: unless the parameter was
 // escaped (then it is a new string), the result is a view into the
 // request buffer, valid only until the handler returns. For handlers
-// that keep nothing of it (getToken: three parameters, a copy each).
+// that keep nothing of it: getToken saves a copy of each of its three.
 func pathParamView(c *fiber.Ctx, name string) (v string, escaped, ok bool) {
 	v = c.Params(name)
 	if strings.IndexByte(v, '%') >= 0 {
