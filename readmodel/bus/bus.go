@@ -16,6 +16,7 @@
 package bus
 
 import (
+	"bytes"
 	"context"
 	"encoding/base32"
 	"encoding/json"
@@ -142,14 +143,36 @@ func StreamFor(msg *readmodel.Message) string {
 // Encode returns msg's wire form (JSON). It fails with a BadRequest
 // *readmodel.Error when msg is not a valid message (see Validate).
 func Encode(msg *readmodel.Message) ([]byte, error) {
-	if err := Validate(msg); err != nil {
+	var buf bytes.Buffer
+	if err := encodeInto(&buf, msg); err != nil {
 		return nil, err
 	}
-	b, err := gojson.Marshal(msg)
-	if err != nil {
-		return nil, readmodel.Wrap(readmodel.BadRequest, err, "encode message")
+	return buf.Bytes(), nil
+}
+
+// encodeInto is Encode into buf (reset first): the Publisher reuses its
+// buffers, where Marshal would allocate a copy of every message (at
+// 100,000 collections, a sixteenth of all the bytes a first cycle
+// allocates).
+func encodeInto(buf *bytes.Buffer, msg *readmodel.Message) error {
+	if err := Validate(msg); err != nil {
+		return err
 	}
-	return b, nil
+	if err := marshalInto(buf, msg); err != nil {
+		return readmodel.Wrap(readmodel.BadRequest, err, "encode message")
+	}
+	return nil
+}
+
+// marshalInto writes msg's JSON into buf (reset first), unvalidated: the
+// bytes encoding/json.Marshal writes (TestEncodeMatchesStd, FuzzEncode).
+func marshalInto(buf *bytes.Buffer, msg *readmodel.Message) error {
+	buf.Reset()
+	if err := gojson.NewEncoder(buf).Encode(msg); err != nil {
+		return err
+	}
+	buf.Truncate(buf.Len() - 1) // Encode ends with a newline, Marshal does not
+	return nil
 }
 
 // Decode parses a wire message. It fails with a BadRequest

@@ -2,6 +2,7 @@ package bus_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -136,6 +137,61 @@ func TestPublishRoundTripAndDedupe(t *testing.T) {
 		require.NoError(t, err)
 		assert.EqualValues(t, 1, info.State.Msgs)
 	})
+}
+
+// TestPublishStoresEveryMessageIntact publishes messages of many sizes
+// from several goroutines, past the in-flight bound, so the Publisher
+// reuses its encode buffers while others are in flight; every stored
+// message must still decode to the one published under its id.
+func TestPublishStoresEveryMessageIntact(t *testing.T) {
+	ctx := context.Background()
+	js := bustest.MustConnect(t, bustest.MustStartServer(t), 1)
+	pub := bus.NewPublisher(js)
+	obs := time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)
+	const workers, each = 4, 400
+	want := map[string]*readmodel.Message{}
+	msgs := make([][]*readmodel.Message, workers)
+	for w := range msgs {
+		for i := 0; i < each; i++ {
+			cid := fmt.Sprintf("c%d-%d", w, i)
+			m := &readmodel.Message{ID: cid + "/listings", Kind: readmodel.KindListings, Source: readmodel.SourceOrderBook, CollectionID: cid, ObservedAt: obs}
+			for r := 0; r < (i*7+w)%40; r++ {
+				m.Listings = append(m.Listings, readmodel.ListingRow{Chain: readmodel.Ethereum, ContractAddress: "0xabc", TokenID: fmt.Sprint(r),
+					CollectionID: cid, PriceRaw: fmt.Sprint(1000 + r), Marketplace: "NATIVE", Status: readmodel.StatusActive, OrderID: strings.Repeat("o", r)})
+			}
+			msgs[w] = append(msgs[w], m)
+			want[m.ID] = m
+		}
+	}
+	errs := make(chan error, workers)
+	for w := range msgs {
+		go func() {
+			for _, m := range msgs[w] {
+				if err := pub.Publish(ctx, m); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range msgs {
+		require.NoError(t, <-errs)
+	}
+	pos, err := pub.Flush(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, workers*each, pos.State)
+
+	s, err := js.Stream(ctx, bus.StateStream)
+	require.NoError(t, err)
+	for seq := uint64(1); seq <= pos.State; seq++ {
+		raw, err := s.GetMsg(ctx, seq)
+		require.NoError(t, err)
+		id := raw.Header.Get(jetstream.MsgIDHeader)
+		got, err := bus.Decode(raw.Data)
+		require.NoError(t, err, "message %s", id)
+		assert.Equal(t, want[id], got, "message %s", id)
+	}
 }
 
 func TestPublishRejectsOversizedMessage(t *testing.T) {

@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"bytes"
 	"context"
 	"sync"
 	"time"
@@ -32,7 +33,13 @@ type Publisher struct {
 type pending struct {
 	fut jetstream.PubAckFuture
 	msg *nats.Msg
+	buf *bytes.Buffer // msg.Data's buffer, reused once the future resolved
 }
+
+// bufs holds encode buffers. A buffer goes back only after its publish
+// resolved: until then the client may send msg.Data again (its own
+// retries on no responders).
+var bufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // NewPublisher returns a Publisher on js.
 func NewPublisher(js jetstream.JetStream) *Publisher { return &Publisher{js: js} }
@@ -42,11 +49,14 @@ func NewPublisher(js jetstream.JetStream) *Publisher { return &Publisher{js: js}
 // max payload (keep messages under MaxMessageBytes), and UpstreamError when the
 // connection refuses the publish; ack failures surface from Flush.
 func (p *Publisher) Publish(ctx context.Context, msg *readmodel.Message) error {
-	data, err := Encode(msg)
-	if err != nil {
+	buf := bufs.Get().(*bytes.Buffer)
+	if err := encodeInto(buf, msg); err != nil {
+		bufs.Put(buf)
 		return err
 	}
+	data := buf.Bytes()
 	if limit := p.js.Conn().MaxPayload(); limit > 0 && int64(len(data)) > limit-1024 {
+		bufs.Put(buf)
 		return readmodel.Errorf(readmodel.BadRequest, "message %q: %d bytes exceeds the server's max payload (%d); chunk or trim it", msg.ID, len(data), limit)
 	}
 	nm := nats.NewMsg(Subject(msg))
@@ -59,9 +69,10 @@ func (p *Publisher) Publish(ctx context.Context, msg *readmodel.Message) error {
 	}
 	fut, err := p.js.PublishMsgAsync(nm, jetstream.WithMsgID(msg.ID))
 	if err != nil {
+		bufs.Put(buf) // the client copied or dropped the data
 		return translate(err, "publish")
 	}
-	p.pending = append(p.pending, pending{fut: fut, msg: nm})
+	p.pending = append(p.pending, pending{fut: fut, msg: nm, buf: buf})
 	return nil
 }
 
@@ -84,16 +95,20 @@ func (p *Publisher) waitLocked(ctx context.Context) {
 	for _, pd := range p.pending {
 		var ack *jetstream.PubAck
 		var err error
+		resolved := true
 		select {
 		case ack = <-pd.fut.Ok():
 		case err = <-pd.fut.Err():
 		case <-ctx.Done():
-			err = ctx.Err()
+			err, resolved = ctx.Err(), false
 		}
 		for i := 0; err != nil && ctx.Err() == nil && i < publishRetries; i++ {
 			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			ack, err = p.js.PublishMsg(rctx, pd.msg, jetstream.WithMsgID(pd.msg.Header.Get(jetstream.MsgIDHeader)))
 			cancel()
+		}
+		if resolved {
+			bufs.Put(pd.buf)
 		}
 		if err != nil {
 			if p.err == nil {
@@ -103,6 +118,7 @@ func (p *Publisher) waitLocked(ctx context.Context) {
 		}
 		p.note(ack)
 	}
+	clear(p.pending) // drop the messages and buffers with them
 	p.pending = p.pending[:0]
 }
 
