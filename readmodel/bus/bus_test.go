@@ -79,6 +79,35 @@ func TestDecodeRejectsBadInput(t *testing.T) {
 	}
 }
 
+// TestStreamsAreCompressed: both streams store their blocks S2-compressed,
+// and EnsureStreams turns compression on for streams created before it
+// was (an upgraded node), keeping their messages.
+func TestStreamsAreCompressed(t *testing.T) {
+	ctx := context.Background()
+	js := bustest.MustConnect(t, bustest.MustStartServer(t), 1)
+	for _, cfg := range bus.StreamConfigs(bus.StreamOptions{}) {
+		cfg.Compression = jetstream.NoCompression
+		_, err := js.UpdateStream(ctx, cfg)
+		require.NoError(t, err, "recreate %s as an older node had it", cfg.Name)
+	}
+	pub := bus.NewPublisher(js)
+	require.NoError(t, pub.Publish(ctx, &readmodel.Message{ID: "r1", Kind: readmodel.KindRates, ObservedAt: time.Unix(1, 0).UTC()}))
+	_, err := pub.Flush(ctx)
+	require.NoError(t, err)
+
+	require.NoError(t, bus.EnsureStreams(ctx, js, bus.StreamOptions{}))
+	for _, name := range []string{bus.StateStream, bus.SalesStream} {
+		s, err := js.Stream(ctx, name)
+		require.NoError(t, err)
+		info, err := s.Info(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, jetstream.S2Compression, info.Config.Compression, name)
+		if name == bus.StateStream {
+			assert.EqualValues(t, 1, info.State.Msgs, "the message stored before the upgrade is kept")
+		}
+	}
+}
+
 func TestPublishRoundTripAndDedupe(t *testing.T) {
 	ctx := context.Background()
 	js := bustest.MustConnect(t, bustest.MustStartServer(t), 1)
@@ -209,6 +238,7 @@ func TestStreamConfigsDocumentedDurability(t *testing.T) {
 	assert.EqualValues(t, 1, cfgs[0].MaxMsgsPerSubject, "state stream is compacted")
 	for _, c := range cfgs {
 		assert.Equal(t, 3, c.Replicas)
+		assert.Equal(t, jetstream.S2Compression, c.Compression, "the compression the README documents")
 		assert.Equal(t, 2*time.Minute, c.Duplicates, "the dedupe window the README documents")
 		assert.Greater(t, c.Duplicates, 3*5*time.Second, "dedupe window above a publish's retries (three, 5 s each)")
 	}
