@@ -12,6 +12,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -207,7 +208,8 @@ func (s *Store) CollectGarbage(stop <-chan struct{}) int {
 //	4: a token's document hash record names the bucket that holds it
 //	5: a token's document record carries its hash and bucket (no i/th/ keys)
 //	6: a token's document record is binary, hashed with xxhash64
-const Schema = "6"
+//	7: a token view's body is an S2 block (tokenDict), its deadline before it
+const Schema = "7"
 
 func (s *Store) checkSchema() error {
 	cur, ok, err := s.get(kSchema)
@@ -694,6 +696,8 @@ func pageVersionMix(h uint64, b []byte) uint64 {
 // Digest returns a hex SHA-256 over every view (keys and contents, in key
 // order), excluding versions and node-local bookkeeping: two nodes that
 // applied the same messages hold the same digest however they got there.
+// Token views are hashed uncompressed, so the digest does not depend on
+// the compressor's output (and equals the digest of schema 6).
 func (s *Store) Digest(ctx context.Context) (string, error) {
 	h := sha256.New()
 	var n [binary.MaxVarintLen64]byte
@@ -708,7 +712,14 @@ func (s *Store) Digest(ctx context.Context) (string, error) {
 			h.Write(n[:binary.PutUvarint(n[:], uint64(len(k)))])
 			h.Write(k)
 			err := it.Item().Value(func(v []byte) error {
-				if len(v) >= 8 {
+				switch {
+				case bytes.HasPrefix(k, pToken):
+					c, ok := tokenContent(v)
+					if !ok {
+						return readmodel.Errorf(readmodel.Internal, "corrupt token view %q", k)
+					}
+					v = c
+				case len(v) >= 8:
 					v = v[8:]
 				}
 				h.Write(n[:binary.PutUvarint(n[:], uint64(len(v)))])
