@@ -209,7 +209,8 @@ func (s *Store) CollectGarbage(stop <-chan struct{}) int {
 //	5: a token's document record carries its hash and bucket (no i/th/ keys)
 //	6: a token's document record is binary, hashed with xxhash64
 //	7: a token view's body is an S2 block (tokenDict), its deadline before it
-const Schema = "7"
+//	8: inputs written by Put may be packed (packInput)
+const Schema = "8"
 
 func (s *Store) checkSchema() error {
 	cur, ok, err := s.get(kSchema)
@@ -780,7 +781,13 @@ func jsonGet[T any](txn *badger.Txn, k []byte) (*T, error) {
 		return nil, err
 	}
 	var v T
-	err = it.Value(func(b []byte) error { return gojson.Unmarshal(b, &v) })
+	err = it.Value(func(b []byte) error {
+		b, err := unpackInput(b)
+		if err != nil {
+			return err
+		}
+		return gojson.Unmarshal(b, &v)
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -107,14 +107,22 @@ func (t *Tx) getRaw(k []byte) ([]byte, bool, error) {
 }
 
 func (t *Tx) putJSON(k []byte, v any) {
+	if b, ok := t.marshal(v); ok {
+		t.set(k, b)
+	}
+}
+
+// marshal returns v's JSON; a failure is the transaction's error (ok
+// false).
+func (t *Tx) marshal(v any) ([]byte, bool) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		if t.err == nil {
 			t.err = err
 		}
-		return
+		return nil, false
 	}
-	t.set(k, b)
+	return b, true
 }
 
 func (t *Tx) view(k []byte, v []byte) {
@@ -210,11 +218,17 @@ func Get[T any](t *Tx, kind InputKind, parts ...string) (*T, error) {
 	return v, err
 }
 
-// Put stores v as the JSON input under (kind, parts).
-func (t *Tx) Put(kind InputKind, v any, parts ...string) { t.putJSON(inputKey(kind, parts), v) }
+// Put stores v as the JSON input under (kind, parts), packed (see
+// packInput) when that makes it smaller.
+func (t *Tx) Put(kind InputKind, v any, parts ...string) {
+	if b, ok := t.marshal(v); ok {
+		t.set(inputKey(kind, parts), packInput(b))
+	}
+}
 
-// GetRaw returns a copy of the input stored under (kind, parts), nil when
-// there is none.
+// GetRaw returns a copy of what PutRaw stored under (kind, parts), nil
+// when there is none. An input written by Put may be packed: read it with
+// Get.
 func (t *Tx) GetRaw(kind InputKind, parts ...string) ([]byte, error) {
 	v, _, err := t.getRaw(inputKey(kind, parts))
 	if err != nil {
@@ -282,7 +296,12 @@ func (t *Tx) EachInput(kind InputKind, leading []string, fn func(last string, ra
 	for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
 		last := string(it.Item().Key()[len(prefix):])
 		var err error
-		if e := it.Item().Value(func(v []byte) error { err = fn(last, v); return nil }); e != nil {
+		if e := it.Item().Value(func(v []byte) error {
+			if v, err = unpackInput(v); err == nil {
+				err = fn(last, v)
+			}
+			return nil
+		}); e != nil {
 			return e
 		}
 		if err != nil {
