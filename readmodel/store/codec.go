@@ -2,7 +2,6 @@ package store
 
 import (
 	"encoding/binary"
-	"slices"
 	"sync"
 	"time"
 
@@ -324,10 +323,12 @@ func unpackInput(b []byte) ([]byte, error) {
 func encodeToken(v readmodel.TokenView, deadline int64) []byte {
 	raw := &enc{b: make([]byte, 0, 16+len(v.Body.Head)+len(v.Body.Tail))}
 	raw.timed(v.Body)
-	e := newEnc(v.Version)
+	n := s2.MaxEncodedLen(len(raw.b))
+	// One allocation for the value: header, deadline and the block's room.
+	e := &enc{b: make([]byte, 8, 8+binary.MaxVarintLen64+n)}
+	binary.BigEndian.PutUint64(e.b, v.Version)
 	e.i(deadline)
-	start, n := len(e.b), s2.MaxEncodedLen(len(raw.b))
-	e.b = slices.Grow(e.b, n)
+	start := len(e.b)
 	block := tokenDict().Encode(e.b[start:start+n], raw.b)
 	return e.b[:start+len(block)]
 }

@@ -768,8 +768,9 @@ func (s *Store) CopyTo(ctx context.Context, dst *Store) error {
 	return internal(err, "copy store")
 }
 
-// jsonGet reads the record at k, which putJSON wrote with encoding/json,
-// with github.com/goccy/go-json: the projector reads a collection's stored
+// jsonGet reads the record at k, which putJSON or Put (packed, see
+// packInput) wrote with encoding/json, unpacking it first, with
+// github.com/goccy/go-json: the projector reads a collection's stored
 // rows on every render, and this reads them to the same values
 // (projector's TestStoredInputsDecodeAsStd) in a third of the time.
 func jsonGet[T any](txn *badger.Txn, k []byte) (*T, error) {
