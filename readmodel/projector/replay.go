@@ -70,14 +70,22 @@ func ReplayWithResult(ctx context.Context, js jetstream.JetStream, dataDir strin
 		return res, err
 	}
 	snapshot := opts.FromSeq > 0 || !opts.Since.IsZero()
-	if _, err := os.Stat(live); err == nil && !snapshot {
-		// Badger's directory lock fails this when a node still runs on
-		// the views: replay must never swap a store out from under it.
-		cur, err := store.Open(ctx, live, opts.Store)
+	// Replay must never swap a store out from under a running node: it
+	// holds the views' directory lock from the start (after the snapshot
+	// copy, which opens the views itself) until the swap, so no node can
+	// start on them meanwhile.
+	unlock := func() {}
+	defer func() { unlock() }()
+	lockLive := func() error {
+		release, err := store.LockDir(live)
 		if err != nil {
-			return res, readmodel.Wrap(readmodel.Internal, err, "views in "+live+" are in use or unreadable; stop the node first")
+			return err
 		}
-		if err := cur.Close(ctx); err != nil {
+		unlock = release
+		return nil
+	}
+	if !snapshot {
+		if err := lockLive(); err != nil {
 			return res, err
 		}
 	}
@@ -99,6 +107,9 @@ func ReplayWithResult(ctx context.Context, js jetstream.JetStream, dataDir strin
 	p := New(js, st, opts.Projector, opts.Log)
 	if snapshot {
 		if err := p.seedFromSnapshot(ctx, live, opts); err != nil {
+			return res, err
+		}
+		if err := lockLive(); err != nil {
 			return res, err
 		}
 	}
