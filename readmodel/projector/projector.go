@@ -378,9 +378,15 @@ func (p *Projector) consume(ctx context.Context, i int) {
 	}
 }
 
-// stallChecks is how many idle one-second waits pass between checks of
-// whether a consumer stalled behind its stream's head.
+// stallChecks is how many idle waits (one second in the background
+// loop, two in drain) pass between checks of whether a consumer stalled
+// behind its stream's head.
 const stallChecks = 3
+
+// drainIdle is how many idle two-second waits drain accepts, with its
+// consumer recreated every stallChecks of them, before it gives up on a
+// stream that does not deliver up to its head.
+const drainIdle = 15
 
 // behind reports whether stream i holds messages past the applied
 // position (false when the stream cannot be asked).
@@ -785,8 +791,14 @@ func (p *Projector) drain(ctx context.Context, i int, head uint64, progress func
 					return n, herr
 				}
 				head = min(head, []uint64{h.State, h.Sales}[i])
-				if idle++; idle > 5 {
+				if idle++; idle > drainIdle {
 					return n, readmodel.Errorf(readmodel.UpstreamError, "stream %s: no delivery up to %d", streamNames[i], head)
+				}
+				if idle%stallChecks == 0 {
+					// Like the background loop's watchdog: a consumer idle
+					// behind the head (placed on a server still catching
+					// up, lost in a leader move) is recreated.
+					p.dropIter(i, it)
 				}
 				continue
 			}
