@@ -246,9 +246,10 @@ func TestStreamConfigsDocumentedDurability(t *testing.T) {
 	cfgs := bus.StreamConfigs(bus.StreamOptions{Replicas: 3})
 	require.Len(t, cfgs, 2)
 	assert.EqualValues(t, 1, cfgs[0].MaxMsgsPerSubject, "state stream is compacted")
+	assert.Equal(t, jetstream.NoCompression, cfgs[0].Compression, "the state stream is uncompressed, as the README documents")
+	assert.Equal(t, jetstream.S2Compression, cfgs[1].Compression, "the sales stream is compressed, as the README documents")
 	for _, c := range cfgs {
 		assert.Equal(t, 3, c.Replicas)
-		assert.Equal(t, jetstream.S2Compression, c.Compression, "the compression the README documents")
 		assert.Equal(t, 2*time.Minute, c.Duplicates, "the dedupe window the README documents")
 		assert.Greater(t, c.Duplicates, 3*5*time.Second, "dedupe window above a publish's retries (three, 5 s each)")
 	}
