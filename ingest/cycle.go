@@ -503,8 +503,8 @@ func (c *cycle) pollTokens(ctx context.Context) {
 					toks = buckets[b]
 					sort.Slice(toks, func(i, j int) bool { return toks[i].TokenID < toks[j].TokenID })
 				}
-				msg := &readmodel.Message{Kind: readmodel.KindTokens, Source: src, CollectionID: id, Bucket: uint32(b), Tokens: toks}
-				if err := c.offer(ctx, key, msg, hashTokens(toks, now)); err != nil {
+				msg := &readmodel.Message{Kind: readmodel.KindTokens, Source: src, CollectionID: id, Bucket: uint32(b), Buckets: uint32(nb), Tokens: toks}
+				if err := c.offer(ctx, key, msg, hashTokens(toks, nb, now)); err != nil {
 					return err
 				}
 			}

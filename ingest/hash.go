@@ -92,8 +92,12 @@ func hashListings(rows []readmodel.ListingRow, pollTime time.Time) [16]byte {
 	return sum16(f.buf)
 }
 
-func hashTokens(docs []readmodel.TokenDoc, pollTime time.Time) [16]byte {
+// hashTokens is the content hash of a bucket of docs among buckets: a
+// change of the bucket count republishes every bucket (the projector
+// trusts what a bucket stored only while the count stays).
+func hashTokens(docs []readmodel.TokenDoc, buckets int, pollTime time.Time) [16]byte {
 	f := fieldHasher{buf: make([]byte, 0, 384*len(docs)+8)}
+	f.buf = binary.AppendUvarint(f.buf, uint64(buckets))
 	for i := range docs {
 		d := &docs[i]
 		f.s(string(d.Chain))

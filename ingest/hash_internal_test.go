@@ -58,7 +58,11 @@ func TestBulkHashesCoverEveryField(t *testing.T) {
 	})
 	t.Run("token", func(t *testing.T) {
 		d := &readmodel.TokenDoc{}
-		everyFieldCounts(t, d, func(v any) [16]byte { return hashTokens([]readmodel.TokenDoc{*v.(*readmodel.TokenDoc)}, poll) })
+		everyFieldCounts(t, d, func(v any) [16]byte { return hashTokens([]readmodel.TokenDoc{*v.(*readmodel.TokenDoc)}, 1, poll) })
+	})
+	t.Run("bucket count", func(t *testing.T) {
+		docs := []readmodel.TokenDoc{{TokenID: "1"}}
+		assert.NotEqual(t, hashTokens(docs, 1, poll), hashTokens(docs, 2, poll), "a new bucket count republishes the bucket")
 	})
 	t.Run("poll-time timestamp does not count", func(t *testing.T) {
 		a := []readmodel.ListingRow{{PriceRaw: "1", Timestamp: poll}}

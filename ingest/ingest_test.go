@@ -220,8 +220,10 @@ func TestRunCycleFirstPublishesEverything(t *testing.T) {
 	custody := 0
 	for _, m := range toks {
 		assert.LessOrEqual(t, len(m.Tokens), 256)
+		assert.Less(t, m.Bucket, m.Buckets, "a bucket carries its collection's bucket count")
 		for _, d := range m.Tokens {
 			assert.Equal(t, m.CollectionID, d.CollectionID)
+			assert.Equal(t, m.Bucket, ingest.TokenBucket(readmodel.TokenKey(d.Chain, d.ContractAddress, d.TokenID), int(m.Buckets)), "the token's bucket among Buckets")
 			if d.InCustody && d.Overlay == nil {
 				custody++
 			}

@@ -29,12 +29,16 @@ type Message struct {
 	// dedupe window), while a later publish of equal content carries a new
 	// one, so a state that goes A → B → A is never deduplicated into B.
 	// Ingest sets it to "<cycle start, unix ns>/<kind>/<source>/<collection>/<bucket>".
-	ID           string    `json:"id"`
-	Kind         Kind      `json:"kind"`
-	Source       Source    `json:"source,omitempty"`
-	CollectionID string    `json:"collectionId,omitempty"`
-	Bucket       uint32    `json:"bucket,omitempty"` // KindTokens only
-	ObservedAt   time.Time `json:"observedAt"`
+	ID           string `json:"id"`
+	Kind         Kind   `json:"kind"`
+	Source       Source `json:"source,omitempty"`
+	CollectionID string `json:"collectionId,omitempty"`
+	Bucket       uint32 `json:"bucket,omitempty"` // KindTokens only
+	// Buckets is how many buckets the collection's tokens were split into
+	// when Bucket was published (KindTokens only; 0 from publishers that
+	// predate it). While it stays the same a token stays in its bucket.
+	Buckets    uint32    `json:"buckets,omitempty"`
+	ObservedAt time.Time `json:"observedAt"`
 
 	Collection *CollectionDoc   `json:"collection,omitempty"`
 	Stats      *CollectionStats `json:"stats,omitempty"`

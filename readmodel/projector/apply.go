@@ -1,6 +1,7 @@
 package projector
 
 import (
+	"encoding/binary"
 	"errors"
 	"reflect"
 	"sort"
@@ -685,14 +686,31 @@ func (a *applier) renderListings(cid string, doc *readmodel.CollectionDoc, parts
 func (a *applier) applyTokens(msg *readmodel.Message) error {
 	cid := msg.CollectionID
 	bucket := strconv.FormatUint(uint64(msg.Bucket), 10)
-	old, err := store.Get[[]string](a.tx, store.InTokenBucket, cid, bucket)
+	old, err := store.Get[tokenBucket](a.tx, store.InTokenBucket, cid, bucket)
 	if err != nil {
 		return err
 	}
-	known := map[string]bool{}
+	gen, err := a.tokenGen(cid)
+	if err != nil {
+		return err
+	}
+	// known holds the hash this bucket last wrote for each of its tokens.
+	// While no bucket of the collection has seen a new bucket count, or
+	// deleted a token, since (the generation is the same), no token has
+	// left this bucket for another, so a token's record is still the one
+	// this bucket wrote and its hash decides without reading the record
+	// (at 100,000 collections those reads were random disk reads).
+	// Otherwise, and for messages without a count, the record is read.
+	known := map[string]uint64{}
+	trust := false
 	if old != nil {
-		for _, k := range *old {
-			known[k] = true
+		trust = msg.Buckets != 0 && old.Buckets == msg.Buckets && old.Gen == gen && len(old.Hashes) == len(old.Keys)
+		for i, k := range old.Keys {
+			var h uint64
+			if trust {
+				h = old.Hashes[i]
+			}
+			known[k] = h
 		}
 	}
 	// A new bucket of a collection whose contract has no token view at
@@ -701,7 +719,7 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 	// written. noViews caches the answer per contract prefix.
 	var noViews map[string]bool
 	keep := make(map[string]bool, len(msg.Tokens))
-	keys := make([]string, 0, len(msg.Tokens))
+	next := tokenBucket{Buckets: msg.Buckets, Keys: make([]string, 0, len(msg.Tokens)), Hashes: make([]uint64, 0, len(msg.Tokens))}
 	for i := range msg.Tokens {
 		d := msg.Tokens[i]
 		if !d.Chain.Valid() || d.ContractAddress == "" || d.TokenID == "" {
@@ -715,15 +733,17 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 			continue
 		}
 		keep[k] = true
-		keys = append(keys, k)
 		ti := &tokenInput{ObservedAt: msg.ObservedAt, Doc: d}
 		rec, sum := newTokenRecord(msg.Bucket, msg.ObservedAt, &ti.Doc)
+		next.Keys, next.Hashes = append(next.Keys, k), append(next.Hashes, sum)
 		// A bucket is republished when any of its tokens changed; a token
 		// whose document is unchanged keeps its view (what depends on the
 		// clock, its listing's expiry, is the sweep's: TokenDeadline). A
 		// token new to the bucket has no record here to compare.
 		same := false
-		if known[k] {
+		if h, listed := known[k]; listed && trust {
+			same = h == sum
+		} else if listed {
 			old, ok, err := a.tokenRecord(k)
 			if err != nil {
 				return err
@@ -760,8 +780,9 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 			return err
 		}
 	}
+	deleted := false
 	if old != nil {
-		for _, k := range *old {
+		for _, k := range old.Keys {
 			if keep[k] {
 				continue
 			}
@@ -778,10 +799,39 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 			a.tx.Delete(store.InTokenDoc, k)
 			a.putTokenMemo(k, nil)
 			a.tx.DeleteToken(k)
+			deleted = true
 		}
 	}
-	a.tx.Put(store.InTokenBucket, keys, cid, bucket)
+	if old == nil || old.Buckets != msg.Buckets || msg.Buckets == 0 || deleted {
+		// Tokens may have moved between this collection's buckets: every
+		// other bucket reads its tokens' records once more.
+		gen++
+		a.tx.PutRaw(store.InTokenGen, binary.BigEndian.AppendUint64(nil, gen), cid)
+	}
+	next.Gen = gen
+	a.tx.Put(store.InTokenBucket, next, cid, bucket)
 	return nil
+}
+
+// tokenGen returns the generation of collection cid's token buckets (0
+// before its first).
+func (a *applier) tokenGen(cid string) (uint64, error) {
+	raw, err := a.tx.GetRaw(store.InTokenGen, cid)
+	if err != nil || len(raw) != 8 {
+		return 0, err
+	}
+	return binary.BigEndian.Uint64(raw), nil
+}
+
+// tokenBucket is a bucket's stored input (store.InTokenBucket): the
+// collection's bucket count and generation when the bucket was last
+// applied, the keys of the tokens it listed, and the hash of each one's
+// document as it wrote it (tokenRecord.hash), in the same order.
+type tokenBucket struct {
+	Buckets uint32   `json:"n,omitempty"`
+	Gen     uint64   `json:"g,omitempty"` // the collection's generation after it was applied (tokenGen)
+	Keys    []string `json:"k"`
+	Hashes  []uint64 `json:"h"`
 }
 
 // tokenRecord reads token k's stored record; ok is false when there is

@@ -3,6 +3,7 @@ package projector_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -418,17 +419,25 @@ func TestRatesChangeRewritesNoView(t *testing.T) {
 // TestTokensMovingBetweenBuckets: when a collection's bucket count changes,
 // ingest publishes every bucket in order, and a token leaves one bucket's
 // message and joins another's. Whichever comes first, the token must keep
-// its view: only a token that is in no bucket any more is deleted.
+// its view: only a token that is in no bucket any more is deleted. Each
+// case runs with the bucket count in the messages (a bucket then trusts
+// the hashes it stored while the count stays) and without (older
+// publishers: every decision reads the token's record).
 func TestTokensMovingBetweenBuckets(t *testing.T) {
+	// tok is token id's document; "id@owner" gives it another owner.
 	tok := func(id string) readmodel.TokenDoc {
-		return readmodel.TokenDoc{Chain: readmodel.Ethereum, ContractAddress: contract, TokenID: id, CollectionID: cid, OwnerAddress: "0xholder"}
+		id, owner, ok := strings.Cut(id, "@")
+		if !ok {
+			owner = "0xholder"
+		}
+		return readmodel.TokenDoc{Chain: readmodel.Ethereum, ContractAddress: contract, TokenID: id, CollectionID: cid, OwnerAddress: owner}
 	}
-	bucket := func(b uint32, ids ...string) *readmodel.Message {
+	bucket := func(b, n uint32, ids ...string) *readmodel.Message {
 		docs := []readmodel.TokenDoc{}
 		for _, id := range ids {
 			docs = append(docs, tok(id))
 		}
-		return &readmodel.Message{Kind: readmodel.KindTokens, CollectionID: cid, Bucket: b, Tokens: docs}
+		return &readmodel.Message{Kind: readmodel.KindTokens, CollectionID: cid, Bucket: b, Buckets: n, Tokens: docs}
 	}
 	tests := []struct {
 		name     string
@@ -437,49 +446,83 @@ func TestTokensMovingBetweenBuckets(t *testing.T) {
 		together bool // the after messages in one batch
 		live     []string
 		gone     []string
+		owners   map[string]string // token id → the owner its view shows
 	}{
-		{"shrink 2→1: bucket 0 takes 2 and 4, then bucket 1 empties",
-			[]*readmodel.Message{bucket(0, "1", "3"), bucket(1, "2", "4")},
-			[]*readmodel.Message{bucket(0, "1", "2", "3", "4"), bucket(1)}, false,
-			[]string{"1", "2", "3", "4"}, nil},
-		{"shrink 2→1 in one batch",
-			[]*readmodel.Message{bucket(0, "1", "3"), bucket(1, "2", "4")},
-			[]*readmodel.Message{bucket(0, "1", "2", "3", "4"), bucket(1)}, true,
-			[]string{"1", "2", "3", "4"}, nil},
-		{"grow 1→2: bucket 0 gives up 2 and 4, bucket 1 takes them",
-			[]*readmodel.Message{bucket(0, "1", "2", "3", "4")},
-			[]*readmodel.Message{bucket(0, "1", "3"), bucket(1, "2", "4")}, false,
-			[]string{"1", "2", "3", "4"}, nil},
-		{"shrink with a token gone for good",
-			[]*readmodel.Message{bucket(0, "1", "3"), bucket(1, "2", "4")},
-			[]*readmodel.Message{bucket(0, "1", "2", "3"), bucket(1)}, false,
-			[]string{"1", "2", "3"}, []string{"4"}},
-		{"a token moved, then dropped by its new bucket",
-			[]*readmodel.Message{bucket(0, "1"), bucket(1, "2")},
-			[]*readmodel.Message{bucket(0, "1", "2"), bucket(1), bucket(0, "1")}, false,
-			[]string{"1"}, []string{"2"}},
+		{name: "shrink 2→1: bucket 0 takes 2 and 4, then bucket 1 empties",
+			before: []*readmodel.Message{bucket(0, 2, "1", "3"), bucket(1, 2, "2", "4")},
+			after:  []*readmodel.Message{bucket(0, 1, "1", "2", "3", "4"), bucket(1, 1)},
+			live:   []string{"1", "2", "3", "4"}},
+		{name: "shrink 2→1 in one batch",
+			before: []*readmodel.Message{bucket(0, 2, "1", "3"), bucket(1, 2, "2", "4")},
+			after:  []*readmodel.Message{bucket(0, 1, "1", "2", "3", "4"), bucket(1, 1)}, together: true,
+			live: []string{"1", "2", "3", "4"}},
+		{name: "grow 1→2: bucket 0 gives up 2 and 4, bucket 1 takes them",
+			before: []*readmodel.Message{bucket(0, 1, "1", "2", "3", "4")},
+			after:  []*readmodel.Message{bucket(0, 2, "1", "3"), bucket(1, 2, "2", "4")},
+			live:   []string{"1", "2", "3", "4"}},
+		{name: "shrink with a token gone for good",
+			before: []*readmodel.Message{bucket(0, 2, "1", "3"), bucket(1, 2, "2", "4")},
+			after:  []*readmodel.Message{bucket(0, 1, "1", "2", "3"), bucket(1, 1)},
+			live:   []string{"1", "2", "3"}, gone: []string{"4"}},
+		{name: "a token moved, then dropped by its new bucket",
+			before: []*readmodel.Message{bucket(0, 2, "1"), bucket(1, 2, "2")},
+			after:  []*readmodel.Message{bucket(0, 1, "1", "2"), bucket(1, 1), bucket(0, 1, "1")},
+			live:   []string{"1"}, gone: []string{"2"}},
+		{name: "grow, changed in its new bucket, shrink back to its old document",
+			before: []*readmodel.Message{bucket(0, 1, "1", "2")},
+			after: []*readmodel.Message{bucket(0, 2, "1"), bucket(1, 2, "2@0xnew"),
+				bucket(0, 1, "1", "2"), bucket(1, 1)},
+			live: []string{"1", "2"}, owners: map[string]string{"2": "0xholder"}},
+		{name: "a shrink that left its emptied bucket unpublished (ingest restarted), then a grow back",
+			before: []*readmodel.Message{bucket(0, 2, "1"), bucket(1, 2, "2")},
+			after:  []*readmodel.Message{bucket(0, 1, "1", "2"), bucket(0, 2, "1"), bucket(1, 2, "2")},
+			live:   []string{"1", "2"}},
+		{name: "changed while in another bucket, then dropped there",
+			before: []*readmodel.Message{bucket(0, 1, "1", "2")},
+			after: []*readmodel.Message{bucket(0, 2, "1"), bucket(1, 2, "2@0xnew"), bucket(1, 2),
+				bucket(0, 1, "1", "2"), bucket(1, 1)},
+			live: []string{"1", "2"}, owners: map[string]string{"2": "0xholder"}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			e := mustEnv(t)
-			ctx := context.Background()
-			e.run(append([]*readmodel.Message{docMsg(evmDoc(cid, readmodel.Ethereum, contract))}, tt.before...)...)
-			if tt.together {
-				e.run(tt.after...)
-			} else {
-				for _, m := range tt.after {
-					e.run(m)
+	for _, mode := range []string{"counts", "no counts"} {
+		for _, tt := range tests {
+			t.Run(mode+"/"+tt.name, func(t *testing.T) {
+				e := mustEnv(t)
+				ctx := context.Background()
+				prep := func(msgs []*readmodel.Message) []*readmodel.Message {
+					out := make([]*readmodel.Message, len(msgs))
+					for i, m := range msgs {
+						c := *m
+						if mode == "no counts" {
+							c.Buckets = 0
+						}
+						out[i] = &c
+					}
+					return out
 				}
-			}
-			for _, id := range tt.live {
-				_, err := e.st.Token(ctx, readmodel.Ethereum, contract, id)
-				assert.NoError(t, err, "token %s", id)
-			}
-			for _, id := range tt.gone {
-				_, err := e.st.Token(ctx, readmodel.Ethereum, contract, id)
-				assert.Equal(t, readmodel.NotFound, readmodel.ErrorCode(err), "token %s", id)
-			}
-		})
+				e.run(append([]*readmodel.Message{docMsg(evmDoc(cid, readmodel.Ethereum, contract))}, prep(tt.before)...)...)
+				if tt.together {
+					e.run(prep(tt.after)...)
+				} else {
+					for _, m := range prep(tt.after) {
+						e.run(m)
+					}
+				}
+				for _, id := range tt.live {
+					v, err := e.st.Token(ctx, readmodel.Ethereum, contract, id)
+					if !assert.NoError(t, err, "token %s", id) {
+						continue
+					}
+					if want, ok := tt.owners[id]; ok {
+						owner, _ := timed(t, v.Body, t0)["owner"].(map[string]any)
+						assert.Equal(t, want, owner["address"], "token %s shows its latest document", id)
+					}
+				}
+				for _, id := range tt.gone {
+					_, err := e.st.Token(ctx, readmodel.Ethereum, contract, id)
+					assert.Equal(t, readmodel.NotFound, readmodel.ErrorCode(err), "token %s", id)
+				}
+			})
+		}
 	}
 }
 

@@ -42,6 +42,7 @@ var (
 	pRegistry    = []byte("i/c/")
 	pTokenDoc    = []byte("i/td/")
 	pTokenBucket = []byte("i/tb/")
+	pTokenGen    = []byte("i/tg/")
 	_            = []byte("i/th/") // token document hashes before schema 5 (now in the document record): do not reuse
 	_            = []byte("i/s/")  // sale rows, read only by USD re-renders (gone): do not reuse
 	pSaleKey     = []byte("i/sk/")

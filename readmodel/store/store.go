@@ -210,7 +210,9 @@ func (s *Store) CollectGarbage(stop <-chan struct{}) int {
 //	6: a token's document record is binary, hashed with xxhash64
 //	7: a token view's body is an S2 block (tokenDict), its deadline before it
 //	8: inputs written by Put may be packed (packInput)
-const Schema = "8"
+//	9: a token bucket's input holds its tokens' hashes, bucket count and
+//	   generation (i/tg/)
+const Schema = "9"
 
 func (s *Store) checkSchema() error {
 	cur, ok, err := s.get(kSchema)

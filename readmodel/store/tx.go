@@ -256,7 +256,8 @@ const (
 	InRates                        // () USD rates
 	InLastGood                     // (cid) last-good buyer floor
 	InTokenDoc                     // (token key) token document (the projector's own record format)
-	InTokenBucket                  // (cid, bucket) token keys of a bucket
+	InTokenBucket                  // (cid, bucket) a bucket's token keys and their hashes (the projector's format)
+	InTokenGen                     // (cid) generation of a collection's token buckets (the projector's format)
 	InJob                          // (name) node-local job state
 )
 
@@ -280,6 +281,8 @@ func inputKey(kind InputKind, parts []string) []byte {
 		return key(pTokenDoc, parts...)
 	case InTokenBucket:
 		return key(pTokenBucket, parts...)
+	case InTokenGen:
+		return key(pTokenGen, parts...)
 	case InJob:
 		return key(pJob, parts...)
 	}
