@@ -292,14 +292,23 @@ func unpackInput(b []byte) ([]byte, error) {
 	if len(b) == 0 || b[0] != packedInput {
 		return b, nil
 	}
-	if n, err := s2.DecodedLen(b[1:]); err != nil || n > maxInput {
-		return nil, readmodel.Errorf(readmodel.Internal, "corrupt packed input")
-	}
-	out, err := s2.Decode(nil, b[1:])
-	if err != nil {
+	out, ok := decodeBounded(b[1:], maxInput, s2.Decode)
+	if !ok {
 		return nil, readmodel.Errorf(readmodel.Internal, "corrupt packed input")
 	}
 	return out, nil
+}
+
+// decodeBounded decodes an S2 block with decode (s2.Decode, or a
+// dictionary's Decode) into a new buffer, refusing a block that claims
+// more than max bytes before allocating for it; ok is false for a damaged
+// or oversized block.
+func decodeBounded(block []byte, max int, decode func(dst, src []byte) ([]byte, error)) ([]byte, bool) {
+	if n, err := s2.DecodedLen(block); err != nil || n > max {
+		return nil, false
+	}
+	out, err := decode(nil, block)
+	return out, err == nil
 }
 
 // A token view is stored as
@@ -353,11 +362,8 @@ func decodeToken(b []byte) (readmodel.TokenView, bool) {
 	if d.bad {
 		return readmodel.TokenView{}, false
 	}
-	if n, err := s2.DecodedLen(d.b); err != nil || n > maxTokenView {
-		return readmodel.TokenView{}, false
-	}
-	raw, err := tokenDict().Decode(nil, d.b)
-	if err != nil {
+	raw, ok := decodeBounded(d.b, maxTokenView, tokenDict().Decode)
+	if !ok {
 		return readmodel.TokenView{}, false
 	}
 	body := &dec{b: raw}
