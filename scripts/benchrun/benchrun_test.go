@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -84,6 +85,46 @@ func TestMeasuredMedians(t *testing.T) {
 	assert.Equal(t, 150.0, m.Median.RPS, "even count: mean of the middle two")
 	var empty *Measured
 	assert.False(t, empty.OK())
+}
+
+func TestQuietStep(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		quiet     int
+		cpu, wall time.Duration
+		want      int
+	}{
+		{"idle second counts", 0, 10 * time.Millisecond, time.Second, 1},
+		{"idle seconds accumulate", 2, 0, time.Second, 3},
+		{"just below the threshold", 1, 149 * time.Millisecond, time.Second, 2},
+		{"at the threshold resets", 2, 150 * time.Millisecond, time.Second, 0},
+		{"busy resets", 2, 1900 * time.Millisecond, time.Second, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, quietStep(tc.quiet, tc.cpu, tc.wall))
+		})
+	}
+}
+
+func TestSettle(t *testing.T) {
+	start := func(t *testing.T, script string) int {
+		cmd := exec.Command("sh", "-c", script)
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd.Process.Pid
+	}
+	t.Run("an idle process settles", func(t *testing.T) {
+		_, ok := settle(context.Background(), start(t, "sleep 60"), time.Minute)
+		assert.True(t, ok)
+	})
+	t.Run("a busy process does not within the bound", func(t *testing.T) {
+		_, ok := settle(context.Background(), start(t, "while :; do :; done"), 2*time.Second)
+		assert.False(t, ok)
+	})
+	t.Run("a gone process does not", func(t *testing.T) {
+		_, ok := settle(context.Background(), 1<<30, time.Minute)
+		assert.False(t, ok)
+	})
 }
 
 func TestParseProc(t *testing.T) {

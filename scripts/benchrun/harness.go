@@ -44,10 +44,15 @@ type SizeRun struct {
 	MemReady    Mem
 	MemSteady   Mem // after the read benchmark, idle
 	PeakRSS     int64
-	Cycle       *CycleRun
-	Skipped     string // why this size was not (fully) measured
-	Metrics     string // marketd_* lines of /metrics when it was not ready in time
-	GOMAXPROCS  string // as marketd reported it after pinning
+	// Settled is how long after ready marketd's CPU took to fall below
+	// quietCores (Badger compacting, sweeps); SettledOK is false when the
+	// bound ended the wait first.
+	Settled    time.Duration
+	SettledOK  bool
+	Cycle      *CycleRun
+	Skipped    string // why this size was not (fully) measured
+	Metrics    string // marketd_* lines of /metrics when it was not ready in time
+	GOMAXPROCS string // as marketd reported it after pinning
 	// TokensPerCollection is what the simulator was given; 0: its default
 	// (varied, 20–400, about 210 on average).
 	TokensPerCollection int
@@ -295,9 +300,13 @@ func (h *harness) size(ctx context.Context, label string, collections int, withR
 	s.MemReady, _ = readMem(n.p.Pid())
 	h.logf("ready after %s (CPU %s), RSS %s", ready.Round(time.Millisecond), s.ReadyCPU.Round(time.Millisecond), mib(s.MemReady.RSS))
 
-	if !demo {
-		s.Cycle = h.cycle(ctx, n)
+	// Reads are measured on a quiet node, at both sizes: after a large
+	// first cycle Badger is still compacting for a while.
+	s.Settled, s.SettledOK = settle(ctx, n.p.Pid(), h.bound(3*time.Minute, 5*time.Minute))
+	if !s.SettledOK {
+		h.note("%s: marketd still busy %s after ready; reads measured anyway", label, fmtDur(s.Settled))
 	}
+	h.logf("settled after %s", s.Settled.Round(time.Millisecond))
 
 	if h.o.ServerCore != "" {
 		if err := pin(ctx, n.p.Pid(), h.o.ServerCore); err != nil {
@@ -330,13 +339,21 @@ func (h *harness) size(ctx context.Context, label string, collections int, withR
 	time.Sleep(2 * time.Second)
 	s.MemSteady, _ = readMem(n.p.Pid())
 
-	if demo && h.o.FreshReps > 0 && ctx.Err() == nil {
-		// Cycles run on the whole machine again; the pollers stay on the
-		// harness's core.
+	// Cycles run on the whole machine again; the pollers stay on the
+	// harness's core. At the large size the cycle comes after the reads:
+	// measured before them, a cycle that outlives its bound (its ingest
+	// still publishing, the projector still applying) would share the
+	// server's core with wrk.
+	if (demo && h.o.FreshReps > 0 || !demo) && ctx.Err() == nil {
 		if err := pin(ctx, n.p.Pid(), h.allCores()); err != nil {
 			h.note("%s: could not unpin marketd: %v", label, err)
 		}
+	}
+	if demo && h.o.FreshReps > 0 && ctx.Err() == nil {
 		h.freshness(ctx, n, p)
+	}
+	if !demo && ctx.Err() == nil {
+		s.Cycle = h.cycle(ctx, n)
 	}
 	stop()
 	h.logf("%s: stopped in %s; peak RSS %s, steady %s", label, s.ShutdownTook.Round(time.Millisecond), mib(s.PeakRSS), mib(s.MemSteady.RSS))

@@ -298,3 +298,48 @@ func machineInfo(ctx context.Context) map[string]string {
 	}
 	return info
 }
+
+// quietCores is the CPU use (cores, averaged over a second) below which
+// settle counts marketd as quiet, and quietFor how many such seconds in a
+// row it waits for.
+const (
+	quietCores = 0.15
+	quietFor   = 3
+)
+
+// settle waits, up to bound, until process pid has used less than
+// quietCores for quietFor consecutive seconds. It returns how long it
+// waited and whether the process got quiet within the bound.
+func settle(ctx context.Context, pid int, bound time.Duration) (time.Duration, bool) {
+	start := time.Now()
+	prev, err := readCPU(pid)
+	if err != nil {
+		return 0, false
+	}
+	quiet := 0
+	for time.Since(start) < bound {
+		select {
+		case <-ctx.Done():
+			return time.Since(start), false
+		case <-time.After(time.Second):
+		}
+		cur, err := readCPU(pid)
+		if err != nil {
+			return time.Since(start), false
+		}
+		if quiet = quietStep(quiet, cur-prev, time.Second); quiet >= quietFor {
+			return time.Since(start), true
+		}
+		prev = cur
+	}
+	return time.Since(start), false
+}
+
+// quietStep is settle's counter: quiet seconds in a row after a sample of
+// cpu used over wall.
+func quietStep(quiet int, cpu, wall time.Duration) int {
+	if cpu.Seconds() < quietCores*wall.Seconds() {
+		return quiet + 1
+	}
+	return 0
+}

@@ -135,8 +135,12 @@ func sizeHeader(b *strings.Builder, s *SizeRun) {
 	}
 	fmt.Fprintf(b, "## Read path — %s: %d collections, %s\n\n", s.Label, s.Collections, tokens)
 	if s.Picked.Collection.ID != "" {
-		fmt.Fprintf(b, "Collection `%s` (%d items on its listings page at limit=100, %d on its sales page), token `%s`. Ready after %s (first cycle projected). GOMAXPROCS after pinning: %s.\n\n",
-			s.Picked.Collection.ID, s.Picked.Listings, s.Picked.Sales, s.Picked.TokenPath, fmtDur(s.Ready), s.GOMAXPROCS)
+		quiet := fmt.Sprintf("quiet (below %.2f cores for %d s) %s later", quietCores, quietFor, fmtDur(s.Settled))
+		if !s.SettledOK {
+			quiet = fmt.Sprintf("**still busy** when reads began, %s later", fmtDur(s.Settled))
+		}
+		fmt.Fprintf(b, "Collection `%s` (%d items on its listings page at limit=100, %d on its sales page), token `%s`. Ready after %s (first cycle projected), %s. GOMAXPROCS after pinning: %s.\n\n",
+			s.Picked.Collection.ID, s.Picked.Listings, s.Picked.Sales, s.Picked.TokenPath, fmtDur(s.Ready), quiet, s.GOMAXPROCS)
 	}
 	if s.Skipped != "" {
 		fmt.Fprintf(b, "**Not fully measured:** %s\n\n", s.Skipped)
