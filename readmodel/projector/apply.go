@@ -4,9 +4,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"reflect"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/marketd/marketd/readmodel"
@@ -158,10 +161,19 @@ func (a *applier) flush() error {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	jobs := make([]tokenJob, 0, len(keys))
 	for _, k := range keys {
-		if err := a.renderToken(k); err != nil {
+		j, ok, err := a.tokenJob(k)
+		if err != nil {
 			return err
 		}
+		if ok {
+			jobs = append(jobs, j)
+		}
+	}
+	renderTokenJobs(jobs)
+	for i := range jobs {
+		a.putToken(&jobs[i])
 	}
 	a.dirtyTok = nil
 	return nil
@@ -858,9 +870,31 @@ func contractPrefix(k, tokenID string) (prefix string, ok bool) {
 // renderToken re-renders the token view of key k from its document and
 // the native order book of its collection.
 func (a *applier) renderToken(k string) error {
+	j, ok, err := a.tokenJob(k)
+	if err != nil || !ok {
+		return err
+	}
+	j.render()
+	a.putToken(&j)
+	return nil
+}
+
+// tokenJob is one token view to render: its inputs, gathered in the
+// transaction by applier.tokenJob, and the view render makes of them.
+type tokenJob struct {
+	k       string
+	in      readmodel.TokenInputs
+	version uint64
+	out     store.PreparedToken
+}
+
+// tokenJob gathers what token view k is rendered from; !ok when k has no
+// document (then there is no view: applyTokens deleted it, or a sweep
+// drops what is left of it).
+func (a *applier) tokenJob(k string) (tokenJob, bool, error) {
 	ti, err := a.token(k)
 	if err != nil {
-		return err
+		return tokenJob{}, false, err
 	}
 	if ti == nil {
 		if !a.tokenNow.IsZero() {
@@ -868,14 +902,14 @@ func (a *applier) renderToken(k string) error {
 			// left of it, so the deadline index always moves on.
 			a.tx.DeleteToken(k)
 		}
-		return nil // no document, no view (applyTokens deleted it)
+		return tokenJob{}, false, nil
 	}
 	d := &ti.Doc
 	in := readmodel.TokenInputs{Doc: d, ObservedAt: ti.ObservedAt, LiveAt: a.tokenNow}
 	if d.Chain.IsEVM() {
 		ob, err := a.orderBook(d.CollectionID)
 		if err != nil {
-			return err
+			return tokenJob{}, false, err
 		}
 		if ob != nil {
 			at := ob.ObservedAt
@@ -892,22 +926,63 @@ func (a *applier) renderToken(k string) error {
 			}
 		}
 	}
-	v := readmodel.TokenJSON(in)
+	return tokenJob{k: k, in: in, version: a.ver()}, true, nil
+}
+
+// render renders and encodes the job's view. It reads only the job's
+// inputs, which nothing writes meanwhile, so jobs render concurrently
+// (renderTokenJobs).
+func (j *tokenJob) render() {
+	v := readmodel.TokenJSON(j.in)
 	v.Body = tmplTimed(v.Body)
-	v.Version = a.ver()
-	if prefix, ok := contractPrefix(k, d.TokenID); ok {
+	v.Version = j.version
+	j.out = store.PrepareToken(v, readmodel.TokenDeadline(j.in))
+}
+
+// putToken writes a rendered job's view.
+func (a *applier) putToken(j *tokenJob) {
+	if prefix, ok := contractPrefix(j.k, j.in.Doc.TokenID); ok {
 		if a.tokPrefixes == nil {
 			a.tokPrefixes = map[string]bool{}
 		}
 		a.tokPrefixes[prefix] = true
 	}
-	if a.newTok[k] {
-		delete(a.newTok, k) // it has a view from now on
-		a.tx.PutNewToken(k, v, readmodel.TokenDeadline(in))
-		return nil
+	isNew := a.newTok[j.k]
+	if isNew {
+		delete(a.newTok, j.k) // it has a view from now on
 	}
-	a.tx.PutToken(k, v, readmodel.TokenDeadline(in))
-	return nil
+	a.tx.PutPreparedToken(j.k, j.out, isNew)
+}
+
+// parallelTokens is how many token views a flush renders before it
+// spreads them over GOMAXPROCS goroutines: rendering and encoding a view
+// is most of a first cycle's (and a replay's) projector time, and
+// needs no store access.
+const parallelTokens = 64
+
+// renderTokenJobs renders jobs, in parallel when there are many.
+func renderTokenJobs(jobs []tokenJob) {
+	workers := min(runtime.GOMAXPROCS(0), len(jobs)/parallelTokens)
+	if workers < 2 {
+		for i := range jobs {
+			jobs[i].render()
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(jobs) {
+					return
+				}
+				jobs[i].render()
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // renderTokensOf re-renders the token views whose native listing changed

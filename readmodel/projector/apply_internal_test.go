@@ -3,7 +3,9 @@ package projector
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sort"
+	"strconv"
 	"testing"
 	"time"
 
@@ -172,5 +174,57 @@ func TestHealthyStatusRendersNothing(t *testing.T) {
 				assert.Empty(t, got)
 			}
 		})
+	}
+}
+
+// TestTokenViewsRenderedTogetherMatchOneByOne: a flush renders its token
+// views concurrently once it holds many (renderTokenJobs); every view it
+// writes, and every deadline, is the one rendering the tokens one by one
+// writes. Half the tokens have a native listing, so views differ.
+func TestTokenViewsRenderedTogetherMatchOneByOne(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4)) // the concurrent path even on one core
+	ctx := context.Background()
+	t0 := time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)
+	const n = 5 * parallelTokens
+	cid := "ethereum_0xc0"
+	var docs []readmodel.TokenDoc
+	var rows []readmodel.ListingRow
+	for i := range n {
+		id := strconv.Itoa(i)
+		docs = append(docs, readmodel.TokenDoc{Chain: readmodel.Ethereum, ContractAddress: "0xc0", TokenID: id, CollectionID: cid,
+			Name: "Token #" + id, OwnerAddress: "0xo" + id})
+		if i%2 == 0 {
+			exp := t0.Add(time.Duration(i+1) * time.Minute)
+			rows = append(rows, readmodel.ListingRow{Chain: readmodel.Ethereum, ContractAddress: "0xc0", TokenID: id, CollectionID: cid,
+				PriceRaw: strconv.Itoa(1000 + i), Seller: "0xo" + id, Marketplace: "NATIVE", Status: readmodel.StatusActive,
+				Timestamp: t0.Add(-time.Hour), OrderID: "o" + id, ExpiresAt: &exp})
+		}
+	}
+	book := &readmodel.Message{Kind: readmodel.KindListings, Source: readmodel.SourceOrderBook, CollectionID: cid, ObservedAt: t0, Listings: rows}
+	together, alone := mustStore(t), mustStore(t)
+	// Together: the book and one bucket of every token, one deferred flush.
+	applyDeferred(t, together, 1, book)
+	_, rendered := applyDeferred(t, together, 2, &readmodel.Message{Kind: readmodel.KindTokens, CollectionID: cid, Bucket: 1, Buckets: 1, ObservedAt: t0, Tokens: docs})
+	require.Len(t, rendered, n)
+	// Alone: the same messages, each token view rendered as it comes.
+	require.NoError(t, alone.Update(ctx, func(tx *store.Tx) error {
+		a := &applier{tx: tx, now: t0, seq: 1}
+		if err := a.apply(book); err != nil {
+			return err
+		}
+		a.seq = 2
+		return a.apply(&readmodel.Message{Kind: readmodel.KindTokens, CollectionID: cid, Bucket: 1, Buckets: 1, ObservedAt: t0, Tokens: docs})
+	}))
+	for _, d := range docs {
+		got, err := together.Token(ctx, readmodel.Ethereum, "0xc0", d.TokenID)
+		require.NoError(t, err)
+		want, err := alone.Token(ctx, readmodel.Ethereum, "0xc0", d.TokenID)
+		require.NoError(t, err)
+		assert.Equal(t, want.Body, got.Body, "token %s", d.TokenID)
+	}
+	for _, st := range []*store.Store{together, alone} {
+		due, _, err := st.DueTokens(ctx, t0.Add(time.Duration(n)*time.Minute), store.DueCursor{}, 2*n)
+		require.NoError(t, err)
+		assert.Len(t, due, n/2, "one deadline per listed token")
 	}
 }

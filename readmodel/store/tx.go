@@ -361,17 +361,27 @@ func (t *Tx) PutListings(cid string, v readmodel.ListingsView) {
 	}
 }
 
+// PreparedToken is a token view encoded for the store, with its
+// deadline: what PrepareToken makes and PutPreparedToken writes.
+type PreparedToken struct {
+	enc []byte
+	ms  int64
+}
+
+// PrepareToken encodes token view v with its deadline (when the view next
+// changes by the clock alone: its listing expires; zero: never). It does
+// no I/O and is safe for concurrent use: a writer can have many views
+// encoded in parallel, then put them in one transaction.
+func PrepareToken(v readmodel.TokenView, deadline time.Time) PreparedToken {
+	ms := unixMs(deadline)
+	return PreparedToken{enc: encodeToken(v, ms), ms: ms}
+}
+
 // PutToken writes the token view under its token key.
 // deadline is when the view next changes by the clock alone (its listing
 // expires; zero: never): DueTokens returns it from then on.
 func (t *Tx) PutToken(tokenKey string, v readmodel.TokenView, deadline time.Time) {
-	ms := unixMs(deadline)
-	old, _ := t.viewIfChanged(key(pToken, tokenKey), encodeToken(v, ms))
-	var was int64
-	if old != nil {
-		was = tokenDeadline(old)
-	}
-	t.moveDeadline(pTokenDeadlines, tokenKey, was, ms)
+	t.PutPreparedToken(tokenKey, PrepareToken(v, deadline), false)
 }
 
 // PutNewToken is PutToken for a token that has no view (see
@@ -379,9 +389,23 @@ func (t *Tx) PutToken(tokenKey string, v readmodel.TokenView, deadline time.Time
 // Writing over an existing view this way would leave that view's deadline
 // entry behind.
 func (t *Tx) PutNewToken(tokenKey string, v readmodel.TokenView, deadline time.Time) {
-	ms := unixMs(deadline)
-	t.view(key(pToken, tokenKey), encodeToken(v, ms))
-	t.moveDeadline(pTokenDeadlines, tokenKey, 0, ms)
+	t.PutPreparedToken(tokenKey, PrepareToken(v, deadline), true)
+}
+
+// PutPreparedToken is PutToken (PutNewToken when isNew) of a view
+// PrepareToken encoded.
+func (t *Tx) PutPreparedToken(tokenKey string, p PreparedToken, isNew bool) {
+	if isNew {
+		t.view(key(pToken, tokenKey), p.enc)
+		t.moveDeadline(pTokenDeadlines, tokenKey, 0, p.ms)
+		return
+	}
+	old, _ := t.viewIfChanged(key(pToken, tokenKey), p.enc)
+	var was int64
+	if old != nil {
+		was = tokenDeadline(old)
+	}
+	t.moveDeadline(pTokenDeadlines, tokenKey, was, p.ms)
 }
 
 // TokensCommitted reports whether any token view whose key starts with
