@@ -352,3 +352,24 @@ func TestDueWalk(t *testing.T) {
 	assert.Equal(t, want, walk(now.Add(time.Hour)), "the next walk finds them again, once each")
 	assert.Empty(t, walk(now.Add(time.Hour)), "moved past now: nothing due")
 }
+
+// TestGCPause: the background GC pauses after each rewrite so rewriting
+// takes about GCShare of the time; CollectGarbage (share 1) never pauses.
+func TestGCPause(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		took  time.Duration
+		share float64
+		want  time.Duration
+	}{
+		{"a quarter of a core", 2 * time.Second, 0.25, 6 * time.Second},
+		{"half", time.Second, 0.5, time.Second},
+		{"unpaced", 3 * time.Second, 1, 0},
+		{"more than a core is unpaced", time.Second, 2, 0},
+		{"no share given is unpaced", time.Second, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, gcPause(tc.took, tc.share))
+		})
+	}
+}
