@@ -225,8 +225,8 @@ func (s *Store) collect(stop <-chan struct{}, share float64) int {
 	return n
 }
 
-// gcPause is how long to pause after a rewrite that took took, for
-// rewriting to take share of the time.
+// gcPause is how long to pause after a rewrite of duration took so that
+// rewriting takes share of the time.
 func gcPause(took time.Duration, share float64) time.Duration {
 	if share >= 1 || share <= 0 {
 		return 0

@@ -384,16 +384,10 @@ func (t *Tx) PutToken(tokenKey string, v readmodel.TokenView, deadline time.Time
 	t.PutPreparedToken(tokenKey, PrepareToken(v, deadline), false)
 }
 
-// PutNewToken is PutToken for a token that has no view (see
-// TokensCommitted): it writes without reading the view it would replace.
-// Writing over an existing view this way would leave that view's deadline
-// entry behind.
-func (t *Tx) PutNewToken(tokenKey string, v readmodel.TokenView, deadline time.Time) {
-	t.PutPreparedToken(tokenKey, PrepareToken(v, deadline), true)
-}
-
-// PutPreparedToken is PutToken (PutNewToken when isNew) of a view
-// PrepareToken encoded.
+// PutPreparedToken is PutToken of a view PrepareToken encoded. isNew
+// says the token has no view (see TokensCommitted): it is then written
+// without reading the view it would replace. Writing over an existing
+// view that way would leave that view's deadline entry behind.
 func (t *Tx) PutPreparedToken(tokenKey string, p PreparedToken, isNew bool) {
 	if isNew {
 		t.view(key(pToken, tokenKey), p.enc)
