@@ -62,6 +62,10 @@ type Config struct {
 	// stay in the snapshot.
 	RowRetention time.Duration
 
+	// ViewsGCShare is about how much of one core the views' background
+	// value-log GC may use (store.Options.GCShare); 1 does not pace it.
+	ViewsGCShare float64
+
 	// Replay settings (role replay).
 	ReplayFromSeq uint64
 	ReplaySince   time.Time
@@ -90,6 +94,7 @@ func Default() Config {
 		RateItem:       300,
 		CursorTTL:      time.Hour,
 		RowRetention:   10 * time.Minute,
+		ViewsGCShare:   0.25,
 		LogLevel:       "info",
 		LogFormat:      "json",
 	}
@@ -229,6 +234,14 @@ func (c *Config) settings() []setting {
 	})
 	s, g = dur(&c.RowRetention)
 	add("row-retention", "how long a failing source's last good listing rows are kept", s, g)
+	add("views-gc-share", "about how much of one core the views' value-log GC may use, above 0 and at most 1 (1: unpaced)", func(v string) error {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("not a number")
+		}
+		c.ViewsGCShare = f
+		return nil
+	}, func() string { return strconv.FormatFloat(c.ViewsGCShare, 'g', -1, 64) })
 	add("from-seq", "replay: start at this stream sequence", func(v string) error {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
@@ -374,6 +387,9 @@ func (c Config) Validate() error {
 	}
 	if c.RowRetention < 0 {
 		return bad("row-retention", "must not be negative")
+	}
+	if !(c.ViewsGCShare > 0 && c.ViewsGCShare <= 1) {
+		return bad("views-gc-share", "must be above 0 and at most 1")
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

@@ -31,6 +31,7 @@ func TestLoadDefaultsMatchDesign(t *testing.T) {
 	assert.Equal(t, 300, c.RateItem)
 	assert.Equal(t, "", c.CursorKey)
 	assert.Empty(t, c.TrustedProxies)
+	assert.Equal(t, 0.25, c.ViewsGCShare)
 	assert.Len(t, c.Sources, 7)
 	for name, s := range c.Sources {
 		assert.Equal(t, 2*time.Minute, s.Interval, name)
@@ -108,6 +109,9 @@ func TestLoadRejectsBadValuesNamingTheSetting(t *testing.T) {
 		{"unknown flag", []string{"--nope"}, nil, "nope"},
 		{"stray argument", []string{"extra"}, nil, "extra"},
 		{"bad log level", []string{"--log-level", "loud"}, nil, "log-level"},
+		{"gc share not a number", []string{"--views-gc-share", "half"}, nil, "views-gc-share"},
+		{"gc share zero", nil, map[string]string{"MARKETD_VIEWS_GC_SHARE": "0"}, "MARKETD_VIEWS_GC_SHARE"},
+		{"gc share above a core", []string{"--views-gc-share", "1.5"}, nil, "views-gc-share"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

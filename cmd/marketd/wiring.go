@@ -69,7 +69,7 @@ func openAndServe(ctx context.Context, n *node, cfg config.Config, log zerolog.L
 	// 2. Badger views, the public API on top of them, and the projector.
 	var proj *projector.Projector
 	if want.api {
-		st, err := store.Open(ctx, badgerDir(cfg.DataDir), store.Options{})
+		st, err := store.Open(ctx, badgerDir(cfg.DataDir), store.Options{GCShare: cfg.ViewsGCShare})
 		if err != nil {
 			return fmt.Errorf("open views: %w", err)
 		}
