@@ -344,16 +344,15 @@ func (h *harness) size(ctx context.Context, label string, collections int, withR
 	// measured before them, a cycle that outlives its bound (its ingest
 	// still publishing, the projector still applying) would share the
 	// server's core with wrk.
-	if (demo && h.o.FreshReps > 0 || !demo) && ctx.Err() == nil {
+	if ctx.Err() == nil && (!demo || h.o.FreshReps > 0) {
 		if err := pin(ctx, n.p.Pid(), h.allCores()); err != nil {
 			h.note("%s: could not unpin marketd: %v", label, err)
 		}
-	}
-	if demo && h.o.FreshReps > 0 && ctx.Err() == nil {
-		h.freshness(ctx, n, p)
-	}
-	if !demo && ctx.Err() == nil {
-		s.Cycle = h.cycle(ctx, n)
+		if demo {
+			h.freshness(ctx, n, p)
+		} else {
+			s.Cycle = h.cycle(ctx, n)
+		}
 	}
 	stop()
 	h.logf("%s: stopped in %s; peak RSS %s, steady %s", label, s.ShutdownTook.Round(time.Millisecond), mib(s.PeakRSS), mib(s.MemSteady.RSS))
