@@ -86,6 +86,21 @@ type Store struct {
 	gcStop, gcDone chan struct{}
 	stopGC         sync.Once
 	gcRuns         atomic.Int64 // value-log files rewritten by gcLoop
+
+	flightMu sync.Mutex
+	flights  map[string]*pageFlight // page reads in progress, by cache key and generation
+	// beforePageRead, when set (tests), runs in a flight's leader before
+	// it reads its page from Badger.
+	beforePageRead func(f *pageFlight)
+}
+
+// pageFlight is one read of a page from Badger that the readers missing
+// the same page at the same cache generation wait for and share.
+type pageFlight struct {
+	done    chan struct{}
+	waiters int // guarded by Store.flightMu
+	page    readmodel.Page
+	err     error
 }
 
 // MaxIDLength is the longest {id} that can resolve (SPEC §4).
@@ -159,7 +174,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, readmodel.Wrap(readmodel.Internal, err, "open badger in "+dir)
 	}
-	s := &Store{db: db, dir: dir, opts: opts, cache: newCache(opts.CacheEntries, opts.CacheBytes), gcStop: make(chan struct{}), gcDone: make(chan struct{})}
+	s := &Store{db: db, dir: dir, opts: opts, cache: newCache(opts.CacheEntries, opts.CacheBytes), gcStop: make(chan struct{}), gcDone: make(chan struct{}), flights: make(map[string]*pageFlight)}
 	if err := s.checkSchema(); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -665,7 +680,16 @@ func decodePos(after string) ([]byte, error) {
 	return b, nil
 }
 
-// page reads up to limit values after pos under prefix.
+// page reads up to limit values after pos under prefix, from the cache
+// or, on a miss, from Badger. Concurrent misses of the same page at the
+// same cache generation share one read (a single flight): a commit that
+// touches a family (every browse order, or a collection's sales)
+// invalidates all of its cached pages at once, and under load every
+// connection asking for a popular page then missed it together, each
+// iterating Badger for the same bytes. Sharing keeps the freshness of
+// the cache: a reader joins only a read that started at its generation,
+// so it never gets a page older than one it could have read from the
+// cache. Safe for concurrent use.
 func (s *Store) page(prefix, pos []byte, limit int, cacheKey, salesOf string) (readmodel.Page, error) {
 	if limit <= 0 {
 		limit = 1
@@ -675,6 +699,35 @@ func (s *Store) page(prefix, pos []byte, limit int, cacheKey, salesOf string) (r
 	if ok {
 		return cached, nil
 	}
+	fk := ck + "|" + strconv.FormatUint(gen, 16)
+	s.flightMu.Lock()
+	if f, ok := s.flights[fk]; ok {
+		f.waiters++
+		s.flightMu.Unlock()
+		<-f.done
+		return f.page, f.err
+	}
+	f := &pageFlight{done: make(chan struct{})}
+	s.flights[fk] = f
+	s.flightMu.Unlock()
+	defer func() {
+		s.flightMu.Lock()
+		delete(s.flights, fk)
+		s.flightMu.Unlock()
+		close(f.done)
+	}()
+	if s.beforePageRead != nil {
+		s.beforePageRead(f)
+	}
+	f.page, f.err = s.readPage(prefix, pos, limit)
+	if f.err == nil {
+		s.cache.putPage(ck, salesOf, gen, f.page)
+	}
+	return f.page, f.err
+}
+
+// readPage reads up to limit values after pos under prefix from Badger.
+func (s *Store) readPage(prefix, pos []byte, limit int) (readmodel.Page, error) {
 	var page readmodel.Page
 	q := s.USD()
 	page.USD = q.Version
@@ -719,7 +772,6 @@ func (s *Store) page(prefix, pos []byte, limit int, cacheKey, salesOf string) (r
 	if err != nil {
 		return readmodel.Page{}, internal(err, "read page")
 	}
-	s.cache.putPage(ck, salesOf, gen, page)
 	return page, nil
 }
 

@@ -1,0 +1,116 @@
+package store
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/marketd/marketd/readmodel"
+)
+
+func putBrowse(t *testing.T, s *Store, cid string, volume float64) {
+	t.Helper()
+	require.NoError(t, s.Update(context.Background(), func(tx *Tx) error {
+		tx.SetBrowse(cid, []BrowseEntry{{Sort: readmodel.SortVolume, Present: true, Value: volume}}, []byte(`{"id":"`+cid+`"}`))
+		return nil
+	}))
+}
+
+// blockPageReads makes each page read from Badger report its flight on
+// the returned channel and wait for release to be closed.
+func blockPageReads(s *Store) (started <-chan *pageFlight, release chan struct{}) {
+	ch := make(chan *pageFlight, 16)
+	release = make(chan struct{})
+	s.beforePageRead = func(f *pageFlight) {
+		ch <- f
+		<-release
+	}
+	return ch, release
+}
+
+func waiters(s *Store, f *pageFlight) int {
+	s.flightMu.Lock()
+	defer s.flightMu.Unlock()
+	return f.waiters
+}
+
+func TestConcurrentPageMissesShareOneRead(t *testing.T) {
+	ctx := context.Background()
+	s := mustOpen(t)
+	putBrowse(t, s, "a", 2)
+	putBrowse(t, s, "b", 1)
+	started, release := blockPageReads(s)
+
+	const readers = 8
+	pages := make([]readmodel.Page, readers)
+	errs := make([]error, readers)
+	var wg sync.WaitGroup
+	for i := range readers {
+		wg.Go(func() { pages[i], errs[i] = s.Browse(ctx, readmodel.SortVolume, "", "", 10) })
+	}
+	leader := <-started
+	assert.Eventually(t, func() bool { return waiters(s, leader) == readers-1 }, 5*time.Second, time.Millisecond,
+		"the other readers join the leader's read instead of starting their own")
+	close(release)
+	wg.Wait()
+	select {
+	case f := <-started:
+		t.Fatalf("a second read from Badger for the same page and generation (%d waiters)", waiters(s, f))
+	default:
+	}
+	for i := range readers {
+		require.NoError(t, errs[i])
+		assert.Equal(t, []string{`{"id":"a"}`, `{"id":"b"}`}, itemStrings(pages[i]), "reader %d", i)
+	}
+}
+
+func TestPageReadOfAnOlderGenerationIsNotShared(t *testing.T) {
+	ctx := context.Background()
+	s := mustOpen(t)
+	putBrowse(t, s, "a", 2)
+	started, release := blockPageReads(s)
+
+	var old readmodel.Page
+	var oldErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		old, oldErr = s.Browse(ctx, readmodel.SortVolume, "", "", 10)
+	}()
+	<-started // the first read is in flight at the first generation
+	s.beforePageRead = nil
+	putBrowse(t, s, "b", 3) // a commit invalidates every browse page
+
+	var fresh readmodel.Page
+	var err error
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		fresh, err = s.Browse(ctx, readmodel.SortVolume, "", "", 10)
+	}()
+	select {
+	case <-read:
+	case <-time.After(5 * time.Second):
+		close(release)
+		t.Fatal("a reader after the commit waited for the read in flight at the older generation")
+	}
+	require.NoError(t, err)
+	assert.Equal(t, []string{`{"id":"b"}`, `{"id":"a"}`}, itemStrings(fresh),
+		"a reader after the commit reads it, not the page of the read still in flight")
+	close(release)
+	<-done
+	require.NoError(t, oldErr)
+	assert.Contains(t, itemStrings(old), `{"id":"a"}`)
+}
+
+func itemStrings(p readmodel.Page) []string {
+	out := make([]string, len(p.Items))
+	for i, it := range p.Items {
+		out[i] = string(it)
+	}
+	return out
+}
