@@ -60,6 +60,8 @@ func TestAdminEndToEnd(t *testing.T) {
 		`marketd_ingest_rejected_rows_total{reason="unknown_chain"`,
 		`marketd_projector_lag_messages{stream="MARKETD_STATE"}`,
 		`marketd_projector_applied_sequence{stream="MARKETD_SALES"}`,
+		`marketd_projector_sweep_renders_total{view="listings"}`,
+		`marketd_projector_sweep_seconds_total `,
 		`marketd_views_cache_entries `,
 		`marketd_views_lsm_bytes `,
 	} {

@@ -63,11 +63,12 @@ func (c *ingestCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // projectorCollector exposes the projector's applied position and its lag
-// behind each stream's last sequence (read from the server at scrape time).
+// behind each stream's last sequence (read from the server at scrape time),
+// and what its expiry sweeps did.
 type projectorCollector struct {
-	p            *projector.Projector
-	js           jetstream.JetStream
-	applied, lag *prometheus.Desc
+	p                              *projector.Projector
+	js                             jetstream.JetStream
+	applied, lag, swept, sweepSecs *prometheus.Desc
 }
 
 func registerProjectorMetrics(reg *prometheus.Registry, p *projector.Projector, js jetstream.JetStream) {
@@ -75,12 +76,24 @@ func registerProjectorMetrics(reg *prometheus.Registry, p *projector.Projector, 
 		p: p, js: js,
 		applied: prometheus.NewDesc("marketd_projector_applied_sequence", "Last stream sequence applied to this node's views.", []string{"stream"}, nil),
 		lag:     prometheus.NewDesc("marketd_projector_lag_messages", "Stream sequences not yet applied to this node's views.", []string{"stream"}, nil),
+		swept: prometheus.NewDesc("marketd_projector_sweep_renders_total",
+			"Views the expiry sweep re-rendered because a listing expired or a failing source's rows aged out: listing snapshots (with their floors) and token views.", []string{"view"}, nil),
+		sweepSecs: prometheus.NewDesc("marketd_projector_sweep_seconds_total", "Time the expiry sweeps took (wall time, holding the projector's write lock).", nil, nil),
 	})
 }
 
-func (c *projectorCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.applied; ch <- c.lag }
+func (c *projectorCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.applied
+	ch <- c.lag
+	ch <- c.swept
+	ch <- c.sweepSecs
+}
 
 func (c *projectorCollector) Collect(ch chan<- prometheus.Metric) {
+	sw := c.p.Swept()
+	ch <- prometheus.MustNewConstMetric(c.swept, prometheus.CounterValue, float64(sw.Listings), "listings")
+	ch <- prometheus.MustNewConstMetric(c.swept, prometheus.CounterValue, float64(sw.Tokens), "token")
+	ch <- prometheus.MustNewConstMetric(c.sweepSecs, prometheus.CounterValue, sw.Duration.Seconds())
 	pos := c.p.Applied()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()

@@ -92,6 +92,22 @@ type Projector struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	rows   atomic.Int64 // rows applied (listing, token and sale rows; 1 per other message)
+
+	sweptListings, sweptTokens, sweepNanos atomic.Int64 // see SweepStats
+}
+
+// SweepStats is what the expiry sweeps have done since New: how many
+// listing snapshots (with their floors) and token views they re-rendered,
+// and the time they took. On a large market with many expiring listings
+// the sweep is a steady share of the node's CPU; these say how much.
+type SweepStats struct {
+	Listings, Tokens int64
+	Duration         time.Duration
+}
+
+// Swept returns the sweeps' totals so far. Safe for concurrent use.
+func (p *Projector) Swept() SweepStats {
+	return SweepStats{Listings: p.sweptListings.Load(), Tokens: p.sweptTokens.Load(), Duration: time.Duration(p.sweepNanos.Load())}
 }
 
 // New returns a Projector of js into st. It does no I/O.
@@ -648,6 +664,7 @@ func (p *Projector) renderHeldLocked(ctx context.Context) error {
 func (p *Projector) Sweep(ctx context.Context, now time.Time) (int, error) {
 	p.applyMu.Lock()
 	defer p.applyMu.Unlock()
+	defer func(start time.Time) { p.sweepNanos.Add(int64(time.Since(start))) }(time.Now())
 	total, err := p.sweepTokens(ctx, now)
 	if err != nil {
 		return total, err
@@ -672,6 +689,7 @@ func (p *Projector) Sweep(ctx context.Context, now time.Time) (int, error) {
 			return total, err
 		}
 		total += len(due)
+		p.sweptListings.Add(int64(len(due)))
 	}
 }
 
@@ -698,6 +716,7 @@ func (p *Projector) sweepTokens(ctx context.Context, now time.Time) (int, error)
 			return total, err
 		}
 		total += len(due)
+		p.sweptTokens.Add(int64(len(due)))
 	}
 }
 

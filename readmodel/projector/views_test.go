@@ -361,6 +361,7 @@ func TestTokenListingExpiresBySweep(t *testing.T) {
 			assert.Equal(t, tc.want, listing())
 		})
 	}
+	assert.Equal(t, int64(2), e.p.Swept().Tokens, "the view is re-rendered at each expiry, and counted")
 }
 
 // TestRatesChangeRewritesNoView: a rates change replaces only the store's
