@@ -525,3 +525,28 @@ func TestFreshnessIgnoresExpiry(t *testing.T) {
 		})
 	}
 }
+
+func TestBackgroundNote(t *testing.T) {
+	tests := []struct {
+		name string
+		bg   *Background
+		want []string
+	}{
+		{"not measured", nil, nil},
+		{"sweep unknown", &Background{Reads: 3 * time.Minute, Sweep: -1, Cores: 0.5, Window: 10 * time.Second},
+			[]string{"reads took 180.00s", "sweep's time is unknown", "0.50 of its core"}},
+		{"sweep measured", &Background{Reads: 90 * time.Second, Sweep: 1500 * time.Millisecond, Cores: 0.42, Window: 10 * time.Second},
+			[]string{"reads took 90.00s", "sweep ran for 1.50s of them", "in the 10.00s after them", "0.42 of its core"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := backgroundNote(tt.bg)
+			if tt.want == nil {
+				assert.Empty(t, got)
+			}
+			for _, w := range tt.want {
+				assert.Contains(t, got, w)
+			}
+		})
+	}
+}

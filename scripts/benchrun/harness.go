@@ -47,8 +47,11 @@ type SizeRun struct {
 	// Settled is how long after ready marketd's CPU took to fall below
 	// quietCores (Badger compacting, sweeps); SettledOK is false when the
 	// bound ended the wait first.
-	Settled    time.Duration
-	SettledOK  bool
+	Settled   time.Duration
+	SettledOK bool
+	// Background is what marketd did besides answering, during the reads
+	// and right after them; nil when not measured.
+	Background *Background
 	Cycle      *CycleRun
 	Skipped    string // why this size was not (fully) measured
 	Metrics    string // marketd_* lines of /metrics when it was not ready in time
@@ -57,6 +60,21 @@ type SizeRun struct {
 	// (varied, 20–400, about 210 on average).
 	TokensPerCollection int
 	ShutdownTook        time.Duration
+}
+
+// Background is marketd's own work around a size's read phase. A node
+// that settled can still be busy during the reads (the expiry sweep every
+// few seconds, Badger compacting), and on the one pinned core that work
+// competes with the requests: these say how much there was.
+type Background struct {
+	Reads time.Duration // wall time of the read phase
+	// Sweep is how long the expiry sweep ran during the read phase
+	// (marketd_projector_sweep_seconds_total); negative when unknown.
+	Sweep time.Duration
+	// Cores is marketd's CPU, in cores, over Window right after the
+	// reads: no load, still pinned.
+	Cores  float64
+	Window time.Duration
 }
 
 // EPResult is one endpoint at one size.
@@ -333,7 +351,9 @@ func (h *harness) size(ctx context.Context, label string, collections int, withR
 	}
 	s.Picked = p
 	h.logf("measuring on %s (%d listings on the 100-page, %d sales), token %s", p.Collection.ID, p.Listings, p.Sales, p.TokenPath)
+	sweep0, readsStart := sweepSeconds(ctx, n.admin), time.Now()
 	h.readPath(ctx, n, s, withRef)
+	s.Background = h.background(ctx, n, sweep0, time.Since(readsStart))
 
 	// Steady memory: after the read load, idle a moment.
 	time.Sleep(2 * time.Second)
@@ -669,6 +689,44 @@ func metricValue(ctx context.Context, admin, name string) string {
 		}
 	}
 	return "?"
+}
+
+// backgroundWindow is how long background samples marketd's CPU after
+// the reads.
+const backgroundWindow = 10 * time.Second
+
+// background measures what marketd did besides answering: the sweep's
+// time during the reads (sweep0 is its counter before them) and its CPU
+// over backgroundWindow after them, with no load.
+func (h *harness) background(ctx context.Context, n *node, sweep0 float64, reads time.Duration) *Background {
+	bg := &Background{Reads: reads, Sweep: -1, Window: backgroundWindow}
+	if sweep1 := sweepSeconds(ctx, n.admin); sweep0 >= 0 && sweep1 >= sweep0 {
+		bg.Sweep = time.Duration((sweep1 - sweep0) * float64(time.Second))
+	}
+	c0, err := readCPU(n.p.Pid())
+	if err != nil {
+		return bg
+	}
+	select {
+	case <-ctx.Done():
+		return bg
+	case <-time.After(backgroundWindow):
+	}
+	if c1, err := readCPU(n.p.Pid()); err == nil {
+		bg.Cores = (c1 - c0).Seconds() / backgroundWindow.Seconds()
+	}
+	h.logf("%s", strings.TrimSpace(backgroundNote(bg)))
+	return bg
+}
+
+// sweepSeconds reads marketd_projector_sweep_seconds_total; -1 when the
+// build or the scrape does not have it.
+func sweepSeconds(ctx context.Context, admin string) float64 {
+	v, err := strconv.ParseFloat(metricValue(ctx, admin, "marketd_projector_sweep_seconds_total"), 64)
+	if err != nil {
+		return -1
+	}
+	return v
 }
 
 // allCores is the taskset list of every online CPU. The harness itself runs

@@ -139,8 +139,8 @@ func sizeHeader(b *strings.Builder, s *SizeRun) {
 		if !s.SettledOK {
 			quiet = fmt.Sprintf("**still busy** when reads began, %s later", fmtDur(s.Settled))
 		}
-		fmt.Fprintf(b, "Collection `%s` (%d items on its listings page at limit=100, %d on its sales page), token `%s`. Ready after %s (first cycle projected), %s. GOMAXPROCS after pinning: %s.\n\n",
-			s.Picked.Collection.ID, s.Picked.Listings, s.Picked.Sales, s.Picked.TokenPath, fmtDur(s.Ready), quiet, s.GOMAXPROCS)
+		fmt.Fprintf(b, "Collection `%s` (%d items on its listings page at limit=100, %d on its sales page), token `%s`. Ready after %s (first cycle projected), %s. GOMAXPROCS after pinning: %s.%s\n\n",
+			s.Picked.Collection.ID, s.Picked.Listings, s.Picked.Sales, s.Picked.TokenPath, fmtDur(s.Ready), quiet, s.GOMAXPROCS, backgroundNote(s.Background))
 	}
 	if s.Skipped != "" {
 		fmt.Fprintf(b, "**Not fully measured:** %s\n\n", s.Skipped)
@@ -148,6 +148,20 @@ func sizeHeader(b *strings.Builder, s *SizeRun) {
 			fmt.Fprintf(b, "marketd's own metrics at that moment:\n\n```\n%s\n```\n\n", s.Metrics)
 		}
 	}
+}
+
+// backgroundNote says what marketd did besides answering around the
+// reads ("" when not measured).
+func backgroundNote(bg *Background) string {
+	if bg == nil {
+		return ""
+	}
+	sweep := "the expiry sweep's time is unknown (no marketd_projector_sweep_seconds_total)"
+	if bg.Sweep >= 0 {
+		sweep = fmt.Sprintf("the expiry sweep ran for %s of them", fmtDur(bg.Sweep))
+	}
+	return fmt.Sprintf(" Besides answering: the reads took %s and %s; in the %s after them, with no load and still pinned, marketd used %.2f of its core.",
+		fmtDur(bg.Reads), sweep, fmtDur(bg.Window), bg.Cores)
 }
 
 func renderDemoTable(b *strings.Builder, s *SizeRun) {
