@@ -74,37 +74,41 @@ func TestPageReadOfAnOlderGenerationIsNotShared(t *testing.T) {
 	putBrowse(t, s, "a", 2)
 	started, release := blockPageReads(s)
 
-	var old readmodel.Page
-	var oldErr error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		old, oldErr = s.Browse(ctx, readmodel.SortVolume, "", "", 10)
-	}()
+	older := browseAsync(ctx, s)
 	<-started // the first read is in flight at the first generation
 	s.beforePageRead = nil
 	putBrowse(t, s, "b", 3) // a commit invalidates every browse page
 
-	var fresh readmodel.Page
-	var err error
-	read := make(chan struct{})
-	go func() {
-		defer close(read)
-		fresh, err = s.Browse(ctx, readmodel.SortVolume, "", "", 10)
-	}()
+	var fresh browseResult
 	select {
-	case <-read:
+	case fresh = <-browseAsync(ctx, s):
 	case <-time.After(5 * time.Second):
 		close(release)
 		t.Fatal("a reader after the commit waited for the read in flight at the older generation")
 	}
-	require.NoError(t, err)
-	assert.Equal(t, []string{`{"id":"b"}`, `{"id":"a"}`}, itemStrings(fresh),
+	require.NoError(t, fresh.err)
+	assert.Equal(t, []string{`{"id":"b"}`, `{"id":"a"}`}, itemStrings(fresh.page),
 		"a reader after the commit reads it, not the page of the read still in flight")
 	close(release)
-	<-done
-	require.NoError(t, oldErr)
-	assert.Contains(t, itemStrings(old), `{"id":"a"}`)
+	old := <-older
+	require.NoError(t, old.err)
+	assert.Contains(t, itemStrings(old.page), `{"id":"a"}`)
+}
+
+type browseResult struct {
+	page readmodel.Page
+	err  error
+}
+
+// browseAsync reads the first page by volume in a goroutine; its result
+// arrives on the returned channel.
+func browseAsync(ctx context.Context, s *Store) <-chan browseResult {
+	ch := make(chan browseResult, 1)
+	go func() {
+		p, err := s.Browse(ctx, readmodel.SortVolume, "", "", 10)
+		ch <- browseResult{p, err}
+	}()
+	return ch
 }
 
 func itemStrings(p readmodel.Page) []string {
