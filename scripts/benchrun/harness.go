@@ -355,8 +355,7 @@ func (h *harness) size(ctx context.Context, label string, collections int, withR
 	h.readPath(ctx, n, s, withRef)
 	s.Background = h.background(ctx, n, sweep0, time.Since(readsStart))
 
-	// Steady memory: after the read load, idle a moment.
-	time.Sleep(2 * time.Second)
+	// Steady memory: after the read load and background's idle window.
 	s.MemSteady, _ = readMem(n.p.Pid())
 
 	// Cycles run on the whole machine again; the pollers stay on the
@@ -715,7 +714,7 @@ func (h *harness) background(ctx context.Context, n *node, sweep0 float64, reads
 	if c1, err := readCPU(n.p.Pid()); err == nil {
 		bg.Cores = (c1 - c0).Seconds() / backgroundWindow.Seconds()
 	}
-	h.logf("%s", strings.TrimSpace(backgroundNote(bg)))
+	h.logf("%s", backgroundNote(bg))
 	return bg
 }
 

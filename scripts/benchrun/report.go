@@ -139,8 +139,12 @@ func sizeHeader(b *strings.Builder, s *SizeRun) {
 		if !s.SettledOK {
 			quiet = fmt.Sprintf("**still busy** when reads began, %s later", fmtDur(s.Settled))
 		}
+		bg := backgroundNote(s.Background)
+		if bg != "" {
+			bg = " " + bg
+		}
 		fmt.Fprintf(b, "Collection `%s` (%d items on its listings page at limit=100, %d on its sales page), token `%s`. Ready after %s (first cycle projected), %s. GOMAXPROCS after pinning: %s.%s\n\n",
-			s.Picked.Collection.ID, s.Picked.Listings, s.Picked.Sales, s.Picked.TokenPath, fmtDur(s.Ready), quiet, s.GOMAXPROCS, backgroundNote(s.Background))
+			s.Picked.Collection.ID, s.Picked.Listings, s.Picked.Sales, s.Picked.TokenPath, fmtDur(s.Ready), quiet, s.GOMAXPROCS, bg)
 	}
 	if s.Skipped != "" {
 		fmt.Fprintf(b, "**Not fully measured:** %s\n\n", s.Skipped)
@@ -160,7 +164,7 @@ func backgroundNote(bg *Background) string {
 	if bg.Sweep >= 0 {
 		sweep = fmt.Sprintf("the expiry sweep ran for %s of them", fmtDur(bg.Sweep))
 	}
-	return fmt.Sprintf(" Besides answering: the reads took %s and %s; in the %s after them, with no load and still pinned, marketd used %.2f of its core.",
+	return fmt.Sprintf("Besides answering: the reads took %s and %s; in the %s after them, with no load and still pinned, marketd used %.2f of its core.",
 		fmtDur(bg.Reads), sweep, fmtDur(bg.Window), bg.Cores)
 }
 
