@@ -330,9 +330,14 @@ type Snapshot struct {
 	// MirrorCheapest is the cheapest live indexer-mirror row (askFloor's
 	// second choice), nil when there is none.
 	MirrorCheapest *ListingRow
-	// Deadline is the earliest future time at which the snapshot changes by
-	// the clock alone (a row expires or a failing source's rows age out);
-	// zero when none.
+	// Deadline is the earliest future time at which the clock alone
+	// changes what this snapshot serves in a way that skipping expired
+	// rows at request time cannot reproduce (see MergeListings); zero when
+	// none. Rows carry their own expiry, so an expiring row is a deadline
+	// only when it is the floor's row or the mirror's cheapest, when it
+	// hides a row of the same asset that outlives it, or when the
+	// snapshot was cut at ListingsCeiling (a row beyond the cut moves in).
+	// A failing source's rows aging out is always one.
 	Deadline time.Time
 }
 
@@ -355,6 +360,12 @@ func lessRow(a, b sortedRow) bool {
 // (then the cheaper, then the smaller orderId, so the result never depends
 // on input order); sorted by price (exact big-integer compare, which agrees
 // with price.decimal) then orderId; capped at ListingsCeiling.
+//
+// Its rows serve until Deadline with the rows expired by request time
+// skipped: for every now before Deadline, MergeListings at now yields
+// exactly those rows, the same floor row and the same mirror cheapest.
+// A projector therefore re-merges on the clock only at Deadline, not at
+// every row's expiry.
 func MergeListings(in SnapshotInputs) Snapshot {
 	var snap Snapshot
 	obStale := !in.HasContract || in.OrderBook.Failed
@@ -383,6 +394,27 @@ func MergeListings(in SnapshotInputs) Snapshot {
 		return true
 	}
 	best := make(map[string]sortedRow)
+	// outlived holds, per asset key, the latest expiry among the rows the
+	// key's winner hides (forever: one of them never expires). When the
+	// winner expires first, one of those takes its place.
+	type hidden struct {
+		until   time.Time
+		forever bool
+	}
+	var outlived map[string]hidden
+	hide := func(k string, r *ListingRow) {
+		if outlived == nil {
+			outlived = make(map[string]hidden)
+		}
+		h := outlived[k]
+		switch {
+		case r.ExpiresAt == nil:
+			h.forever = true
+		case r.ExpiresAt.After(h.until):
+			h.until = *r.ExpiresAt
+		}
+		outlived[k] = h
+	}
 	var mirrorCheapest *sortedRow
 	add := func(s *ListingSource, native bool) {
 		for i := range s.Rows {
@@ -393,9 +425,6 @@ func MergeListings(in SnapshotInputs) Snapshot {
 			raw, err := ParseRaw(r.PriceRaw)
 			if err != nil {
 				continue
-			}
-			if r.ExpiresAt != nil {
-				note(*r.ExpiresAt)
 			}
 			cand := sortedRow{row: r, raw: raw, fromBook: native && r.Native()}
 			if !native {
@@ -411,10 +440,20 @@ func MergeListings(in SnapshotInputs) Snapshot {
 				best[k] = cand
 			case cand.fromBook && !cur.fromBook:
 				best[k] = cand
+				hide(k, cur.row)
 			case cur.fromBook && !cand.fromBook:
+				hide(k, cand.row)
 			case lessRow(cand, cur):
 				best[k] = cand
+				hide(k, cur.row)
+			default:
+				hide(k, cand.row)
 			}
+		}
+	}
+	expires := func(r *ListingRow) {
+		if r.ExpiresAt != nil {
+			note(*r.ExpiresAt)
 		}
 	}
 	if in.HasContract && usable(&in.OrderBook) {
@@ -424,12 +463,24 @@ func MergeListings(in SnapshotInputs) Snapshot {
 		add(&in.Mirror, false)
 	}
 	rows := make([]sortedRow, 0, len(best))
-	for _, r := range best {
+	for k, r := range best {
 		rows = append(rows, r)
+		if h, ok := outlived[k]; ok && r.row.ExpiresAt != nil && (h.forever || h.until.After(*r.row.ExpiresAt)) {
+			expires(r.row)
+		}
 	}
 	sort.Slice(rows, func(i, j int) bool { return lessRow(rows[i], rows[j]) })
 	if len(rows) > ListingsCeiling {
 		rows = rows[:ListingsCeiling]
+		for _, r := range rows {
+			expires(r.row)
+		}
+	}
+	if len(rows) > 0 {
+		expires(rows[0].row) // the floor's row
+	}
+	if mirrorCheapest != nil {
+		expires(mirrorCheapest.row)
 	}
 	snap.Rows = make([]ListingRow, len(rows))
 	for i, r := range rows {

@@ -212,3 +212,61 @@ func TestListingsSweepAndVersions(t *testing.T) {
 		assert.Equal(t, []readmodel.Source{readmodel.SourceOrderBook}, cur.StaleSources)
 	})
 }
+
+// TestSweepRendersOnlyWhatServingCannotSkip: the API skips rows expired by
+// request time (it has each row's expiry), so the sweep re-renders a
+// snapshot only when an expiry changes something else: the floor's row, a
+// row of the same asset moving in, a row from beyond the ceiling.
+func TestSweepRendersOnlyWhatServingCannotSkip(t *testing.T) {
+	at := func(d time.Duration) *time.Time { return tp(t0.Add(d)) }
+	expiring := func(r readmodel.ListingRow, d time.Duration) readmodel.ListingRow { r.ExpiresAt = at(d); return r }
+	var beyond []readmodel.ListingRow
+	for i := 0; i <= readmodel.ListingsCeiling; i++ {
+		beyond = append(beyond, evmRow(cid, contract, fmt.Sprint(i), fmt.Sprint(1000+i), "NATIVE", fmt.Sprintf("o%03d", i)))
+	}
+	beyond[10] = expiring(beyond[10], time.Minute)
+	cases := []struct {
+		name    string
+		book    []readmodel.ListingRow
+		mirror  []readmodel.ListingRow
+		renders int64
+		first   string // the current snapshot's first and last rows after the sweep
+		last    string
+		stored  int // rows the current snapshot stores after the sweep
+	}{
+		{"a row behind the floor expires: kept, skipped when served",
+			[]readmodel.ListingRow{evmRow(cid, contract, "1", "1", "NATIVE", "floor"), expiring(evmRow(cid, contract, "2", "2", "NATIVE", "dear"), time.Minute)},
+			nil, 0, "floor", "dear", 2},
+		{"the floor's row expires",
+			[]readmodel.ListingRow{expiring(evmRow(cid, contract, "1", "1", "NATIVE", "floor"), time.Minute), evmRow(cid, contract, "2", "2", "NATIVE", "next")},
+			nil, 1, "next", "next", 1},
+		{"a native row and the mirror's copy of it expire together",
+			[]readmodel.ListingRow{evmRow(cid, contract, "1", "1", "NATIVE", "floor"), expiring(evmRow(cid, contract, "2", "5", "NATIVE", "n2"), time.Minute)},
+			[]readmodel.ListingRow{evmRow(cid, contract, "1", "1", "NATIVE", "floor"), expiring(evmRow(cid, contract, "2", "5", "NATIVE", "n2"), time.Minute)},
+			0, "floor", "n2", 2},
+		{"a native row expires before the external row it hides",
+			[]readmodel.ListingRow{evmRow(cid, contract, "1", "1", "NATIVE", "floor"), expiring(evmRow(cid, contract, "2", "5", "NATIVE", "n2"), time.Minute)},
+			[]readmodel.ListingRow{evmRow(cid, contract, "2", "4", "opensea", "x2")},
+			1, "floor", "x2", 2},
+		{"a row expires in a snapshot cut at the ceiling", beyond, nil, 1, "o000", "o250", readmodel.ListingsCeiling},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			e := mustEnv(t)
+			e.run(docMsg(evmDoc(cid, readmodel.Ethereum, contract)),
+				listingsMsg(readmodel.SourceOrderBook, cid, tc.book...), listingsMsg(readmodel.SourceIndexerMirror, cid, tc.mirror...))
+			_, err := e.p.Sweep(ctx, t0.Add(2*time.Minute))
+			require.NoError(t, err)
+			assert.Equal(t, tc.renders, e.p.Swept().Listings)
+			v, err := e.st.Listings(ctx, cid, 0)
+			require.NoError(t, err)
+			ids := orderIDs(t, v)
+			require.NotEmpty(t, ids)
+			assert.Equal(t, tc.first, ids[0])
+			assert.Equal(t, tc.last, ids[len(ids)-1])
+			assert.Len(t, ids, tc.stored)
+			require.Len(t, v.ExpiresAt, len(v.Items), "every stored row carries its expiry for the API")
+		})
+	}
+}

@@ -658,9 +658,10 @@ func (p *Projector) renderHeldLocked(ctx context.Context) error {
 }
 
 // Sweep re-projects, as of now, the token views whose listing expired and
-// the listing snapshots and floors whose deadline (a row expiring, a
-// failing source's rows aging out) is at or before now. It returns how
-// many views it re-projected.
+// the listing snapshots and floors whose deadline is at or before now (a
+// row expiring that the API cannot just skip, such as the floor's; a
+// failing source's rows aging out: readmodel.Snapshot.Deadline). It
+// returns how many views it re-projected.
 func (p *Projector) Sweep(ctx context.Context, now time.Time) (int, error) {
 	p.applyMu.Lock()
 	defer p.applyMu.Unlock()
@@ -720,18 +721,58 @@ func (p *Projector) sweepTokens(ctx context.Context, now time.Time) (int, error)
 	}
 }
 
-// Settle finishes a pending full re-render and sweeps at now, without
-// consuming (it needs no NATS connection: New(nil, st, ...) is fine). Views
-// that depend on the clock (row expiry, retention of a failing source's
-// rows) are then as of now, so two stores settled at the same now hold the
-// same digest exactly when they applied the same messages; use it before
-// comparing digests of nodes that stopped at different times.
+// Settle finishes a pending full re-render, re-renders every collection's
+// listing snapshot and floor as of now and sweeps the token views at now,
+// without consuming (it needs no NATS connection: New(nil, st, ...) is
+// fine). Views that depend on the clock (row expiry, retention of a
+// failing source's rows) are then as of now, so two stores settled at the
+// same now hold the same digest exactly when they applied the same
+// messages; use it before comparing digests of nodes that stopped at
+// different times.
+//
+// The walk is needed because a running node re-renders a snapshot only at
+// its deadline, not at each row's expiry (the API skips expired rows at
+// request time; see readmodel.Snapshot.Deadline): two nodes that rendered
+// a snapshot before and after a row expired serve the same listings but
+// store different rows until both re-render it.
 func (p *Projector) Settle(ctx context.Context, now time.Time) error {
 	if err := p.runJob(ctx); err != nil {
 		return err
 	}
-	_, err := p.Sweep(ctx, now)
+	p.applyMu.Lock()
+	err := p.renderAllListingsLocked(ctx, now)
+	p.applyMu.Unlock()
+	if err != nil {
+		return err
+	}
+	_, err = p.Sweep(ctx, now)
 	return err
+}
+
+// renderAllListingsLocked re-renders every collection's listing snapshot
+// and floor as of now, RerenderBatch collections per transaction.
+func (p *Projector) renderAllListingsLocked(ctx context.Context, now time.Time) error {
+	after := ""
+	for {
+		var ids []string
+		err := p.st.Update(ctx, func(tx *store.Tx) error {
+			var err error
+			if ids, err = tx.Collections(after, p.opts.RerenderBatch); err != nil {
+				return err
+			}
+			a := &applier{tx: tx, now: now, retention: p.opts.RowRetention}
+			for _, cid := range ids {
+				if err := a.render(cid, partListings|partFloor); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil || len(ids) < p.opts.RerenderBatch {
+			return err
+		}
+		after = ids[len(ids)-1]
+	}
 }
 
 func (p *Projector) sweepLoop(ctx context.Context) {

@@ -124,13 +124,21 @@ func TestReplaySinceAppliesOnlyLaterMessagesOnTopOfSnapshot(t *testing.T) {
 func TestSettleAlignsNodesStoppedAtDifferentTimes(t *testing.T) {
 	ctx := context.Background()
 	e := mustEnv(t)
-	soon := evmRow(cid, contract, "1", "1", "NATIVE", "soon")
-	soon.ExpiresAt = tp(t0.Add(time.Minute))
-	e.run(docMsg(evmDoc(cid, readmodel.Ethereum, contract)), listingsMsg(readmodel.SourceOrderBook, cid, soon))
+	// The floor's row expires first; the dearest row after the floor has
+	// moved to "stays", so a node that swept in between keeps it stored
+	// (the API skips it once expired) while a node settled later drops it.
+	floor := evmRow(cid, contract, "1", "1", "NATIVE", "floor")
+	floor.ExpiresAt = tp(t0.Add(time.Minute))
+	dear := evmRow(cid, contract, "3", "3", "NATIVE", "dear")
+	dear.ExpiresAt = tp(t0.Add(3 * time.Minute))
+	e.run(docMsg(evmDoc(cid, readmodel.Ethereum, contract)),
+		listingsMsg(readmodel.SourceOrderBook, cid, floor, evmRow(cid, contract, "2", "2", "NATIVE", "stays"), dear))
+	_, err := e.p.Sweep(ctx, t0.Add(2*time.Minute))
+	require.NoError(t, err)
 
-	// A second node applies the same messages but sweeps after the expiry.
+	// A second node applies the same messages and stops before any sweep.
 	st2, p2 := e.mustNode(t.TempDir())
-	_, err := p2.ApplyAvailable(ctx)
+	_, err = p2.ApplyAvailable(ctx)
 	require.NoError(t, err)
 	require.NoError(t, p2.Settle(ctx, t0.Add(5*time.Minute)))
 	assert.NotEqual(t, digest(t, e.st), digest(t, st2))
