@@ -19,8 +19,10 @@
 // input changes: a collection's detail, browse entries, listing snapshot
 // and floor; token views when their document or the order book changes;
 // every collection's views when a source-wide status changes (a re-render
-// job, batched and resumable); and, by the injected clock, snapshots and
-// token views whose rows expired or whose failing source's rows aged out.
+// job, batched and resumable); and, by the injected clock, token views
+// whose listing expired and snapshots at their deadline: a failing
+// source's rows aging out, or an expiry that the API's request-time
+// skipping of expired rows cannot absorb (readmodel.Snapshot.Deadline).
 // No view depends on the USD rates: prepared bodies carry USD slots, and a
 // rates change only replaces the store's quote (readmodel/usd.go).
 package projector
