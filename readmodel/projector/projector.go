@@ -742,12 +742,13 @@ func (p *Projector) Settle(ctx context.Context, now time.Time) error {
 		return err
 	}
 	p.applyMu.Lock()
-	err := p.renderAllListingsLocked(ctx, now)
-	p.applyMu.Unlock()
-	if err != nil {
+	defer p.applyMu.Unlock()
+	if err := p.renderAllListingsLocked(ctx, now); err != nil {
 		return err
 	}
-	_, err = p.Sweep(ctx, now)
+	// The walk left every snapshot's deadline after now: only token views
+	// can still be due.
+	_, err := p.sweepTokens(ctx, now)
 	return err
 }
 
