@@ -130,7 +130,8 @@ func StreamFor(msg *readmodel.Message) string {
 }
 
 // The wire form is JSON, as encoding/json writes it, written and read
-// with github.com/goccy/go-json. Encode writes exactly encoding/json's
+// with github.com/goccy/go-json; a large state message sends it in one
+// zstd frame (see compressWire). Encode writes exactly encoding/json's
 // bytes (TestEncodeMatchesStd, FuzzEncode) at under half the cost
 // (BenchmarkEncode), and encoding was about a fifth of ingest's CPU at
 // 100,000 collections.
@@ -140,14 +141,19 @@ func StreamFor(msg *readmodel.Message) string {
 // FuzzDecode) at about a third of the cost; decoding was the projector's
 // largest single cost in a replay.
 
-// Encode returns msg's wire form (JSON). It fails with a BadRequest
-// *readmodel.Error when msg is not a valid message (see Validate).
+// Encode returns msg's wire form: its JSON, zstd-compressed when it goes
+// to the state stream and is at least compressMin bytes (see
+// compressWire). It fails with a BadRequest *readmodel.Error when msg is
+// not a valid message (see Validate) or its JSON is over maxWireJSON.
 func Encode(msg *readmodel.Message) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := encodeInto(&buf, msg); err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), nil
+	if !compressWire(msg, buf.Len()) {
+		return buf.Bytes(), nil
+	}
+	return wireEncoder().EncodeAll(buf.Bytes(), nil), nil
 }
 
 // encodeInto is Encode into buf (reset first): the Publisher reuses its
@@ -160,6 +166,9 @@ func encodeInto(buf *bytes.Buffer, msg *readmodel.Message) error {
 	}
 	if err := marshalInto(buf, msg); err != nil {
 		return readmodel.Wrap(readmodel.BadRequest, err, "encode message")
+	}
+	if buf.Len() > maxWireJSON {
+		return readmodel.Errorf(readmodel.BadRequest, "message %q: %d bytes of JSON exceeds %d; chunk or trim it", msg.ID, buf.Len(), maxWireJSON)
 	}
 	return nil
 }
@@ -184,6 +193,9 @@ func Decode(b []byte) (m *readmodel.Message, err error) {
 			m, err = nil, readmodel.Errorf(readmodel.BadRequest, "decode message: decoder panic: %v", p)
 		}
 	}()
+	if b, err = wireJSON(b); err != nil {
+		return nil, err
+	}
 	m = new(readmodel.Message)
 	if gojson.Valid(b) { // the fast decoder skips unknown fields without checking them
 		err = gojson.Unmarshal(b, m)
@@ -254,8 +266,10 @@ type StreamOptions struct {
 // loads (and, compressed, decompresses) that message's whole block to do
 // it. With the state stream compressed, a steady cycle at 10,000
 // collections spent 22% of the node's CPU in those removals and took
-// 24.4 CPU-s; uncompressed, 8% and 19.5 CPU-s. The sales stream only
-// appends (and ages out whole blocks).
+// 24.4 CPU-s; uncompressed, 8% and 19.5 CPU-s. Its large messages are
+// compressed by the publisher instead (see compressWire), which shrinks
+// the blocks those removals load. The sales stream only appends (and
+// ages out whole blocks).
 func StreamConfigs(opts StreamOptions) []jetstream.StreamConfig {
 	if opts.Replicas <= 0 {
 		opts.Replicas = 1

@@ -1,12 +1,17 @@
 package bus_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"math/rand"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -70,11 +75,78 @@ func TestDecodeRejectsBadInput(t *testing.T) {
 		{"kind without payload", `{"id":"1","kind":"collection","collectionId":"x"}`},
 		{"listings unknown source", `{"id":"1","kind":"listings","source":"nope","collectionId":"x"}`},
 		{"status without status", `{"id":"1","kind":"status","source":"order-book"}`},
+		{"zstd magic, then garbage", "\x28\xb5\x2f\xfd" + strings.Repeat("\xff", 64)},
+		{"truncated frame", string(mustZstd(t, []byte(validListings))[:20])},
+		{"frame holding invalid json", string(mustZstd(t, []byte(`{"id":"1","kind":`)))},
+		{"frame over the size bound", string(mustZstd(t, []byte(`{"id":"1","kind":"rates","rates":{},"x":"`+strings.Repeat("x", 9<<20)+`"}`)))},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := bus.Decode([]byte(tc.data))
 			assert.Equal(t, readmodel.BadRequest, readmodel.ErrorCode(err))
+		})
+	}
+	// The frames above are rejected for what they hold, not for being
+	// frames: the same valid JSON decodes plain and framed.
+	plain, err := bus.Decode([]byte(validListings))
+	require.NoError(t, err)
+	framed, err := bus.Decode(mustZstd(t, []byte(validListings)))
+	require.NoError(t, err)
+	assert.Equal(t, plain, framed)
+}
+
+const validListings = `{"id":"1","kind":"listings","source":"order-book","collectionId":"x","observedAt":"2026-11-23T00:00:00Z","listings":[{"tokenId":"7","priceRaw":"1000"}]}`
+
+func mustZstd(t *testing.T, b []byte) []byte {
+	t.Helper()
+	enc, err := zstd.NewWriter(nil)
+	require.NoError(t, err)
+	return enc.EncodeAll(b, nil)
+}
+
+// TestWireCompressesLargeStateMessages: a state message of 1 KiB of JSON
+// or more goes on the wire in one zstd frame, much smaller, and decodes
+// to the message; small state messages and sales stay plain JSON, as
+// encoding/json writes them (readable by any consumer and by older nodes).
+func TestWireCompressesLargeStateMessages(t *testing.T) {
+	obs := time.Date(2026, 11, 23, 2, 0, 0, 0, time.UTC)
+	listings := func(n int) *readmodel.Message {
+		m := &readmodel.Message{ID: "l", Kind: readmodel.KindListings, Source: readmodel.SourceOrderBook, CollectionID: "ethereum_0xabc", ObservedAt: obs}
+		for i := range n {
+			m.Listings = append(m.Listings, readmodel.ListingRow{Chain: readmodel.Ethereum, ContractAddress: "0xabc", TokenID: fmt.Sprint(i),
+				CollectionID: "ethereum_0xabc", PriceRaw: fmt.Sprint(1000 + i), Marketplace: "NATIVE", Status: readmodel.StatusActive, OrderID: fmt.Sprintf("0x%064d", i)})
+		}
+		return m
+	}
+	sales := &readmodel.Message{ID: "s", Kind: readmodel.KindSales, CollectionID: "ethereum_0xabc", ObservedAt: obs}
+	for i := range 100 {
+		sales.Sales = append(sales.Sales, readmodel.SaleRow{OrderID: fmt.Sprintf("0x%064d", i), PriceRaw: "5", TokenID: fmt.Sprint(i)})
+	}
+	cases := []struct {
+		name       string
+		msg        *readmodel.Message
+		compressed bool
+	}{
+		{"listings of 100 rows", listings(100), true},
+		{"listings of one row", listings(1), false},
+		{"status", &readmodel.Message{ID: "st", Kind: readmodel.KindStatus, Source: readmodel.SourcePriceFeed, ObservedAt: obs, Status: &readmodel.PollStatus{OK: true}}, false},
+		{"sales of 100 rows", sales, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			js, err := json.Marshal(tc.msg)
+			require.NoError(t, err)
+			wire, err := bus.Encode(tc.msg)
+			require.NoError(t, err)
+			if tc.compressed {
+				assert.True(t, bytes.HasPrefix(wire, []byte{0x28, 0xb5, 0x2f, 0xfd}), "a zstd frame")
+				assert.Less(t, len(wire)*3, len(js), "wire %d bytes, JSON %d", len(wire), len(js))
+			} else {
+				assert.Equal(t, string(js), string(wire))
+			}
+			got, err := bus.Decode(wire)
+			require.NoError(t, err)
+			assert.Equal(t, tc.msg, got)
 		})
 	}
 }
@@ -233,13 +305,29 @@ func TestPublishStoresEveryMessageIntact(t *testing.T) {
 	}
 }
 
+// TestPublishRejectsOversizedMessage: a message is refused, before it
+// reaches the server, when its wire bytes are over the server's max
+// payload (1 MiB here) or its JSON is over what consumers decompress.
 func TestPublishRejectsOversizedMessage(t *testing.T) {
 	ctx := context.Background()
 	js := bustest.MustConnect(t, bustest.MustStartServer(t), 1)
-	big := &readmodel.Message{ID: "big", Kind: readmodel.KindCollection, CollectionID: "c",
-		Collection: &readmodel.CollectionDoc{ID: "c", Description: strings.Repeat("x", 2<<20)}}
-	err := bus.NewPublisher(js).Publish(ctx, big)
-	assert.Equal(t, readmodel.BadRequest, readmodel.ErrorCode(err))
+	random := make([]byte, 3<<20)
+	_, _ = rand.New(rand.NewSource(1)).Read(random)
+	cases := []struct {
+		name        string
+		description string
+	}{
+		{"wire over the max payload (incompressible)", base64.StdEncoding.EncodeToString(random)},
+		{"JSON over the decode bound (compresses below the payload)", strings.Repeat("x", 9<<20)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			big := &readmodel.Message{ID: "big", Kind: readmodel.KindCollection, CollectionID: "c",
+				Collection: &readmodel.CollectionDoc{ID: "c", Description: tc.description}}
+			err := bus.NewPublisher(js).Publish(ctx, big)
+			assert.Equal(t, readmodel.BadRequest, readmodel.ErrorCode(err))
+		})
+	}
 }
 
 func TestStreamConfigsDocumentedDurability(t *testing.T) {

@@ -54,6 +54,9 @@ func (p *Publisher) Publish(ctx context.Context, msg *readmodel.Message) error {
 		bufs.Put(buf)
 		return err
 	}
+	if compressWire(msg, buf.Len()) {
+		buf = compressInto(buf)
+	}
 	data := buf.Bytes()
 	if limit := p.js.Conn().MaxPayload(); limit > 0 && int64(len(data)) > limit-1024 {
 		bufs.Put(buf)
