@@ -95,7 +95,7 @@ func compressInto(buf *bytes.Buffer) *bytes.Buffer {
 	out.Reset()
 	out.Grow(buf.Len() / 2)
 	z := wireEncoder().EncodeAll(buf.Bytes(), out.AvailableBuffer())
-	out.Write(z) // a copy only when the frame outgrew out
+	*out = *bytes.NewBuffer(z) // adopt the frame, written in place when it fit: no copy
 	bufs.Put(buf)
 	return out
 }
