@@ -146,14 +146,11 @@ func StreamFor(msg *readmodel.Message) string {
 // compressWire). It fails with a BadRequest *readmodel.Error when msg is
 // not a valid message (see Validate) or its JSON is over maxWireJSON.
 func Encode(msg *readmodel.Message) ([]byte, error) {
-	var buf bytes.Buffer
-	if err := encodeInto(&buf, msg); err != nil {
+	buf, err := wireInto(new(bytes.Buffer), msg)
+	if err != nil {
 		return nil, err
 	}
-	if !compressWire(msg, buf.Len()) {
-		return buf.Bytes(), nil
-	}
-	return wireEncoder().EncodeAll(buf.Bytes(), nil), nil
+	return buf.Bytes(), nil
 }
 
 // encodeInto is Encode into buf (reset first): the Publisher reuses its

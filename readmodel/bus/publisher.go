@@ -50,12 +50,10 @@ func NewPublisher(js jetstream.JetStream) *Publisher { return &Publisher{js: js}
 // connection refuses the publish; ack failures surface from Flush.
 func (p *Publisher) Publish(ctx context.Context, msg *readmodel.Message) error {
 	buf := bufs.Get().(*bytes.Buffer)
-	if err := encodeInto(buf, msg); err != nil {
+	buf, err := wireInto(buf, msg)
+	if err != nil {
 		bufs.Put(buf)
 		return err
-	}
-	if compressWire(msg, buf.Len()) {
-		buf = compressInto(buf)
 	}
 	data := buf.Bytes()
 	if limit := p.js.Conn().MaxPayload(); limit > 0 && int64(len(data)) > limit-1024 {

@@ -87,6 +87,19 @@ func wireJSON(b []byte) ([]byte, error) {
 	return j, nil
 }
 
+// wireInto writes msg's wire form (see Encode) into buf and returns the
+// buffer holding it: buf, or a pooled buffer with the frame (buf then
+// went back to the pool). On error it returns buf.
+func wireInto(buf *bytes.Buffer, msg *readmodel.Message) (*bytes.Buffer, error) {
+	if err := encodeInto(buf, msg); err != nil {
+		return buf, err
+	}
+	if compressWire(msg, buf.Len()) {
+		buf = compressInto(buf)
+	}
+	return buf, nil
+}
+
 // compressInto replaces buf's JSON by its zstd frame, using a pooled
 // buffer, and returns the buffer now holding the wire bytes (buf went
 // back to the pool).
