@@ -50,6 +50,7 @@ type Config struct {
 	SimCollections int
 	SimTokens      int           // tokens per collection; 0: varied (20–400)
 	SimTick        time.Duration // 0: the market moves only on POST /_sim/tick
+	SimAnchor      time.Time     // the market's clock at tick 0; zero: start time, to the minute
 
 	RateList int // list bucket, requests per 60 s per IP
 	RateItem int // item bucket, requests per 60 s per IP
@@ -210,6 +211,8 @@ func (c *Config) settings() []setting {
 	add("sim-tokens", "simulator tokens per collection; 0 varies them from 20 to 400", s, g)
 	s, g = dur(&c.SimTick)
 	add("sim-tick", "simulator tick interval; 0 moves the market only on POST /_sim/tick", s, g)
+	s, g = timeVal(&c.SimAnchor)
+	add("sim-anchor", "simulator market clock at tick 0 (RFC 3339); empty: the start time, to the minute", s, g)
 	s, g = integer(&c.RateList)
 	add("rate-list", "list bucket: requests per 60 s per client IP", s, g)
 	s, g = integer(&c.RateItem)

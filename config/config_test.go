@@ -27,6 +27,7 @@ func TestLoadDefaultsMatchDesign(t *testing.T) {
 	assert.Equal(t, "", c.NatsURL)
 	assert.Equal(t, 2*time.Minute, c.PollInterval)
 	assert.Equal(t, time.Duration(0), c.SimTick)
+	assert.True(t, c.SimAnchor.IsZero(), "the simulator anchors its market at start")
 	assert.Equal(t, 120, c.RateList)
 	assert.Equal(t, 300, c.RateItem)
 	assert.Equal(t, "", c.CursorKey)
@@ -73,6 +74,10 @@ func TestLoadPrecedence(t *testing.T) {
 			func(t *testing.T, c config.Config) {
 				assert.Equal(t, []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("127.0.0.1/32")}, c.TrustedProxies)
 			}},
+		{"sim anchor", nil, map[string]string{"MARKETD_SIM_ANCHOR": "2030-01-02T03:04:00Z"},
+			func(t *testing.T, c config.Config) {
+				assert.Equal(t, time.Date(2030, 1, 2, 3, 4, 0, 0, time.UTC), c.SimAnchor.UTC())
+			}},
 		{"replay since", []string{"--since", "2026-11-01T00:00:00Z", "--from-seq", "42"}, nil,
 			func(t *testing.T, c config.Config) {
 				assert.Equal(t, time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), c.ReplaySince.UTC())
@@ -106,6 +111,7 @@ func TestLoadRejectsBadValuesNamingTheSetting(t *testing.T) {
 		{"bad proxy", []string{"--trusted-proxies", "not-an-ip"}, nil, "trusted-proxies"},
 		{"short cursor key", []string{"--cursor-key", "abc"}, nil, "cursor-key"},
 		{"bad source url", []string{"--source-sales-url", "ftp://x"}, nil, "source-sales-url"},
+		{"bad sim anchor", []string{"--sim-anchor", "tomorrow"}, nil, "sim-anchor"},
 		{"unknown flag", []string{"--nope"}, nil, "nope"},
 		{"stray argument", []string{"extra"}, nil, "extra"},
 		{"bad log level", []string{"--log-level", "loud"}, nil, "log-level"},

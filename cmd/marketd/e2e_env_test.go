@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/marketd/marketd/ingest/sim"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -88,4 +89,15 @@ func assertError(t *testing.T, r resp, status int, code string) {
 	require.NotContains(t, r.JSON, "data", "no partial success")
 	require.Equal(t, "no-store", r.Header.Get("Cache-Control"))
 	require.Equal(t, "*", r.Header.Get("Access-Control-Allow-Origin"))
+}
+
+// TestSimAnchorSetsTheMarketClock: --sim-anchor is the market's clock at
+// tick 0, and each tick moves it one 2-minute step.
+func TestSimAnchorSetsTheMarketClock(t *testing.T) {
+	m := MustRunMain(t, "--sim-collections", "3", "--sim-anchor", "2030-01-02T03:04:00Z")
+	for _, want := range []string{"2030-01-02T03:06:00Z", "2030-01-02T03:08:00Z"} {
+		r := post(t, m.Sim+"/_sim/tick", "")
+		require.Equal(t, 200, r.Status, "%s", r.Body)
+		assert.Equal(t, want, r.JSON["now"])
+	}
 }

@@ -15,7 +15,7 @@ import (
 // /_sim control API.
 func runSim(ctx context.Context, cfg config.Config, log zerolog.Logger, _ io.Writer) error {
 	return withNode(log, func(n *node) error {
-		s := sim.New(sim.Options{Seed: uint64(cfg.SimSeed), Collections: cfg.SimCollections, TokensPerCollection: cfg.SimTokens, TickEvery: cfg.SimTick})
+		s := sim.New(sim.Options{Seed: uint64(cfg.SimSeed), Collections: cfg.SimCollections, TokensPerCollection: cfg.SimTokens, TickEvery: cfg.SimTick, Anchor: cfg.SimAnchor})
 		if err := s.Open(ctx); err != nil {
 			return fmt.Errorf("simulator: %w", err)
 		}

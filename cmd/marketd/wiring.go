@@ -102,7 +102,7 @@ func openAndServe(ctx context.Context, n *node, cfg config.Config, log zerolog.L
 
 	// 3. The upstream simulator (all).
 	if want.sim {
-		s := sim.New(sim.Options{Seed: uint64(cfg.SimSeed), Collections: cfg.SimCollections, TokensPerCollection: cfg.SimTokens, TickEvery: cfg.SimTick})
+		s := sim.New(sim.Options{Seed: uint64(cfg.SimSeed), Collections: cfg.SimCollections, TokensPerCollection: cfg.SimTokens, TickEvery: cfg.SimTick, Anchor: cfg.SimAnchor})
 		if err := s.Open(ctx); err != nil {
 			return fmt.Errorf("simulator: %w", err)
 		}
