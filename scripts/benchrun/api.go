@@ -52,24 +52,30 @@ func post(ctx context.Context, u string, timeout time.Duration) (int, []byte, er
 }
 
 // waitReady polls GET admin/readyz until 200, the process exits, or
-// timeout.
+// timeout; it returns how long that took.
 func waitReady(ctx context.Context, adminBase string, p *Proc, timeout time.Duration) (time.Duration, error) {
 	start := time.Now()
-	deadline := start.Add(timeout)
+	err := waitHTTP(ctx, adminBase+"/readyz", p, timeout)
+	return time.Since(start), err
+}
+
+// waitHTTP polls GET u until it answers 200, p exits, or timeout.
+func waitHTTP(ctx context.Context, u string, p *Proc, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
 	for {
-		st, _, _, err := get(ctx, adminBase+"/readyz")
+		st, _, _, err := get(ctx, u)
 		if err == nil && st == http.StatusOK {
-			return time.Since(start), nil
+			return nil
 		}
 		if p.Exited() {
-			return time.Since(start), fmt.Errorf("%s exited before it was ready", p.Name)
+			return fmt.Errorf("%s exited before it was ready", p.Name)
 		}
 		if time.Now().After(deadline) {
-			return time.Since(start), fmt.Errorf("not ready after %s", timeout)
+			return fmt.Errorf("not ready after %s", timeout)
 		}
 		select {
 		case <-ctx.Done():
-			return time.Since(start), ctx.Err()
+			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

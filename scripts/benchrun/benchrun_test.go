@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/marketd/marketd/ingest/sim"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -547,6 +548,54 @@ func TestBackgroundNote(t *testing.T) {
 			for _, w := range tt.want {
 				assert.Contains(t, got, w)
 			}
+		})
+	}
+}
+
+func TestTickToWall(t *testing.T) {
+	now := time.Date(2026, 11, 24, 2, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name   string
+		anchor time.Time // the market's clock at tick 0
+		ticks  int
+		lag    time.Duration
+	}{
+		{name: "25 minutes behind: ticks to within a step", anchor: now.Add(-25 * time.Minute), ticks: 12, lag: 25 * time.Minute},
+		{name: "exactly a step behind: one tick", anchor: now.Add(-simStep), ticks: 1, lag: simStep},
+		{name: "level: still one tick", anchor: now, ticks: 1},
+		{name: "ahead: one tick", anchor: now.Add(10 * time.Minute), ticks: 1, lag: -10 * time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := sim.New(sim.Options{Collections: 3, Anchor: tc.anchor})
+			srv := httptest.NewServer(s.Handler())
+			t.Cleanup(srv.Close)
+			ticks, lag, err := tickToWall(context.Background(), srv.URL, func() time.Time { return now })
+			require.NoError(t, err)
+			assert.Equal(t, tc.ticks, ticks)
+			assert.Equal(t, tc.lag, lag)
+			assert.Equal(t, tc.ticks, s.Ticks(), "the simulator moved as many steps")
+			assert.Less(t, now.Sub(s.Now()), simStep, "its clock ends less than a step behind")
+		})
+	}
+}
+
+func TestTickToWallReportsAFailingSimulator(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		h    http.HandlerFunc
+		want string
+	}{
+		{name: "error status", h: func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusInternalServerError) },
+			want: "sim tick: status 500"},
+		{name: "no market time", h: func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, `{"tick":1}`) },
+			want: "no market time"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(tc.h)
+			t.Cleanup(srv.Close)
+			_, _, err := tickToWall(context.Background(), srv.URL, time.Now)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/marketd/marketd/config"
 )
 
 // Results is everything one run measured; the report renders it.
@@ -52,7 +54,14 @@ type SizeRun struct {
 	// Background is what marketd did besides answering, during the reads
 	// and right after them; nil when not measured.
 	Background *Background
-	Cycle      *CycleRun
+	// Cycle is the large size's tick + cycle, run when the market's clock
+	// reaches the wall clock (see SimAnchor).
+	Cycle *CycleRun
+	// SimAnchor is the simulator's market clock at tick 0. At the large
+	// size it is start-up plus the ready bound, so that the market stands
+	// still at a time the wall clock has not yet reached while the first
+	// cycle runs, and the measured cycle is one step of change.
+	SimAnchor  time.Time
 	Skipped    string // why this size was not (fully) measured
 	Metrics    string // marketd_* lines of /metrics when it was not ready in time
 	GOMAXPROCS string // as marketd reported it after pinning
@@ -86,9 +95,16 @@ type EPResult struct {
 	Err     string
 }
 
-// CycleRun is one tick + ingest cycle through the admin API.
+// CycleRun is one ingest cycle through the admin API, after the simulator
+// ticks that brought its market's clock up to the wall clock.
 type CycleRun struct {
 	Wall, CPU time.Duration
+	// Ticks is how many steps the market moved before the cycle, and Lag
+	// how far its clock trailed the wall clock before them.
+	Ticks     int
+	Lag       time.Duration
+	Published int           // messages the cycle published, from its summary
+	SimCPU    time.Duration // the simulator's CPU meanwhile (answering the polls)
 	Summary   string
 	Err       string
 }
@@ -216,15 +232,28 @@ func lastLine(s string) string {
 	return lines[len(lines)-1]
 }
 
-// node is a running marketd all.
+// node is a running marketd all, fed by a simulator in its own process.
 type node struct {
 	p               *Proc
+	simP            *Proc // marketd sim: the upstreams
 	api, admin, sim string
 	mem             *memSampler
 }
 
+// stop stops marketd, then the simulator; it returns marketd's shutdown
+// time and error.
+func (n *node) stop() (time.Duration, error) {
+	took, err := n.p.Stop(30 * time.Second)
+	_, _ = n.simP.Stop(10 * time.Second)
+	return took, err
+}
+
+// startNode starts `marketd sim` and a `marketd all` whose seven sources
+// poll it. The upstreams run in their own process so that marketd's CPU is
+// marketd's own: a deployment polls real upstreams and does not pay for
+// answering itself (in `all` the built-in simulator answers in-process).
 func (h *harness) startNode(ctx context.Context, s *SizeRun) (*node, error) {
-	addrs := make([]string, 3)
+	addrs := make([]string, 4)
 	for i := range addrs {
 		a, err := freePort()
 		if err != nil {
@@ -232,31 +261,49 @@ func (h *harness) startNode(ctx context.Context, s *SizeRun) (*node, error) {
 		}
 		addrs[i] = a
 	}
+	simArgs := []string{h.bin("marketd"), "sim", "--sim-addr", addrs[3],
+		"--sim-collections", strconv.Itoa(s.Collections), "--log-format", "json"}
+	if !s.SimAnchor.IsZero() {
+		simArgs = append(simArgs, "--sim-anchor", s.SimAnchor.Format(time.RFC3339))
+	}
+	if f := h.tokensFlag(ctx); f != "" && s.Collections >= 10_000 {
+		// Issue 6's large market: 100 tokens a collection (10 M at 100 k).
+		simArgs = append(simArgs, f, "100")
+		s.TokensPerCollection = 100
+	}
+	simP, err := startProc("marketd sim "+s.Label, h.allCores(), filepath.Join(s.DataDir+".sim.log"), simArgs...)
+	if err != nil {
+		return nil, err
+	}
+	sim := "http://" + addrs[3]
+	if err := waitHTTP(ctx, sim+"/_sim/faults", simP, 30*time.Second); err != nil {
+		_, _ = simP.Stop(10 * time.Second)
+		return nil, fmt.Errorf("simulator: %w", err)
+	}
 	args := []string{h.bin("marketd"), "all",
 		"--data-dir", s.DataDir,
+		// The built-in simulator still listens (all always runs one), idle.
 		"--http-addr", addrs[0], "--admin-addr", addrs[1], "--sim-addr", addrs[2],
 		// Raised, not switched off: one client IP makes every request of the run.
 		"--rate-list", "1000000000", "--rate-item", "1000000000",
-		"--sim-collections", strconv.Itoa(s.Collections),
 		"--cursor-key", "bench-cursor-key-0123456789abcdef",
 		// Cycles run only when the harness asks (POST /admin/ingest), so a
 		// scheduled cycle never lands inside a read measurement.
 		"--poll-interval", "24h",
 		"--log-format", "json",
 	}
-	if f := h.tokensFlag(ctx); f != "" && s.Collections >= 10_000 {
-		// Issue 6's large market: 100 tokens a collection (10 M at 100 k).
-		args = append(args, f, "100")
-		s.TokensPerCollection = 100
+	for _, name := range config.SourceNames {
+		args = append(args, "--source-"+name+"-url", sim+"/"+name)
 	}
 	args = append(args, strings.Fields(h.o.ExtraArgs)...)
 	// Unpinned until the read path: start-up and cycles use the machine as a
 	// deployment would, so their CPU figures mean something.
 	p, err := startProc("marketd "+s.Label, h.allCores(), filepath.Join(s.DataDir+".log"), args...)
 	if err != nil {
+		_, _ = simP.Stop(10 * time.Second)
 		return nil, err
 	}
-	return &node{p: p, api: "http://" + addrs[0], admin: "http://" + addrs[1], sim: "http://" + addrs[2],
+	return &node{p: p, simP: simP, api: "http://" + addrs[0], admin: "http://" + addrs[1], sim: sim,
 		mem: sampleMem(p.Pid(), 250*time.Millisecond)}, nil
 }
 
@@ -264,7 +311,18 @@ func (h *harness) startNode(ctx context.Context, s *SizeRun) (*node, error) {
 func (h *harness) size(ctx context.Context, label string, collections int, withRef, demo bool) *SizeRun {
 	s := &SizeRun{Label: label, Collections: collections, DataDir: filepath.Join(h.work, slugify(label))}
 	h.res.Sizes = append(h.res.Sizes, s)
-	h.logf("== %s: starting marketd all --sim-collections %d (core %s)", label, collections, h.o.ServerCore)
+	timeout := h.o.ReadyTimeout
+	if !demo {
+		timeout = h.bound(h.o.BigReady, 5*time.Minute)
+		// The market's clock stands at tick 0 until the harness ticks it,
+		// while the first cycle takes up to the ready bound. Anchored
+		// there, it is neither behind the wall clock when the cycle is
+		// measured (a market left twenty minutes behind would have most of
+		// its listings expired at once, a catch-up rather than an
+		// interval) nor far ahead of it during the reads.
+		s.SimAnchor = time.Now().Add(timeout).Truncate(time.Minute).Add(time.Minute).UTC()
+	}
+	h.logf("== %s: starting marketd sim --sim-collections %d and marketd all polling it (core %s)", label, collections, h.o.ServerCore)
 	n, err := h.startNode(ctx, s)
 	if err != nil {
 		s.Skipped = "start: " + err.Error()
@@ -281,7 +339,7 @@ func (h *harness) size(ctx context.Context, label string, collections int, withR
 			s.PeakRSS = m.HWM
 		}
 		n.mem.Stop()
-		took, err := n.p.Stop(30 * time.Second)
+		took, err := n.stop()
 		s.ShutdownTook = took
 		if err != nil {
 			h.note("%s: shutdown: %v", label, err)
@@ -289,10 +347,6 @@ func (h *harness) size(ctx context.Context, label string, collections int, withR
 	}
 	defer stop()
 
-	timeout := h.o.ReadyTimeout
-	if !demo {
-		timeout = h.bound(h.o.BigReady, 5*time.Minute)
-	}
 	cpu0, _ := readCPU(n.p.Pid())
 	ready, err := waitReady(ctx, n.admin, n.p, timeout)
 	s.Ready = ready
@@ -317,6 +371,17 @@ func (h *harness) size(ctx context.Context, label string, collections int, withR
 	s.ReadyOK = true
 	s.MemReady, _ = readMem(n.p.Pid())
 	h.logf("ready after %s (CPU %s), RSS %s", ready.Round(time.Millisecond), s.ReadyCPU.Round(time.Millisecond), mib(s.MemReady.RSS))
+
+	// The large size's cycle: when the wall clock reaches the market's,
+	// one tick and one cycle, on the whole machine. It runs before the
+	// reads so that they see a market level with the wall clock (rows
+	// expiring as they would between two cycles); the settling below
+	// keeps what it leaves running out of the reads.
+	if !demo && ctx.Err() == nil {
+		if err := sleepUntil(ctx, s.SimAnchor); err == nil {
+			s.Cycle = h.cycle(ctx, n)
+		}
+	}
 
 	// Reads are measured on a quiet node, at both sizes: after a large
 	// first cycle Badger is still compacting for a while.
@@ -358,20 +423,13 @@ func (h *harness) size(ctx context.Context, label string, collections int, withR
 	// Steady memory: after the read load and background's idle window.
 	s.MemSteady, _ = readMem(n.p.Pid())
 
-	// Cycles run on the whole machine again; the pollers stay on the
-	// harness's core. At the large size the cycle comes after the reads:
-	// measured before them, a cycle that outlives its bound (its ingest
-	// still publishing, the projector still applying) would share the
-	// server's core with wrk.
-	if ctx.Err() == nil && (!demo || h.o.FreshReps > 0) {
+	// Freshness cycles run on the whole machine again; the pollers stay
+	// on the harness's core.
+	if ctx.Err() == nil && demo && h.o.FreshReps > 0 {
 		if err := pin(ctx, n.p.Pid(), h.allCores()); err != nil {
 			h.note("%s: could not unpin marketd: %v", label, err)
 		}
-		if demo {
-			h.freshness(ctx, n, p)
-		} else {
-			s.Cycle = h.cycle(ctx, n)
-		}
+		h.freshness(ctx, n, p)
 	}
 	stop()
 	h.logf("%s: stopped in %s; peak RSS %s, steady %s", label, s.ShutdownTook.Round(time.Millisecond), mib(s.PeakRSS), mib(s.MemSteady.RSS))
@@ -381,27 +439,90 @@ func (h *harness) size(ctx context.Context, label string, collections int, withR
 	return s
 }
 
-// cycle times one tick + ingest cycle, wall and marketd CPU.
+// simStep is how far one tick moves the simulator's market clock (its
+// default; the harness does not change it).
+const simStep = 2 * time.Minute
+
+// cycle ticks the simulator until its market's clock is less than a step
+// behind the wall clock (at least once), then times one ingest cycle, wall
+// and CPU of marketd and of the simulator.
+//
+// The market moves only when ticked, while the wall clock runs on: had a
+// first cycle of twenty minutes left the market that far behind, a single
+// tick would find most of its listings expired (ingest drops rows whose
+// expiry has passed): a catch-up, not the step a 2-minute interval sees.
+// The ticks say how many steps the measured cycle covers.
 func (h *harness) cycle(ctx context.Context, n *node) *CycleRun {
 	c := &CycleRun{}
-	if st, b, err := post(ctx, n.sim+"/_sim/tick", 10*time.Second); err != nil || st/100 != 2 {
-		c.Err = fmt.Sprintf("sim tick: status %d %v %.200s", st, err, b)
+	ticks, lag, err := tickToWall(ctx, n.sim, time.Now)
+	c.Ticks, c.Lag = ticks, lag
+	if err != nil {
+		c.Err = err.Error()
 		return c
 	}
 	bound := h.bound(h.o.CycleTimeout, 5*time.Minute)
-	h.logf("cycle: POST /admin/ingest (bound %s)", bound)
+	h.logf("cycle: %d tick(s), the market %s behind the wall clock before them; POST /admin/ingest (bound %s)",
+		ticks, lag.Round(time.Second), bound)
 	cpu0, _ := readCPU(n.p.Pid())
+	sim0, _ := readCPU(n.simP.Pid())
 	start := time.Now()
 	st, b, err := post(ctx, n.admin+"/admin/ingest", bound)
 	c.Wall = time.Since(start)
 	cpu1, _ := readCPU(n.p.Pid())
-	c.CPU = cpu1 - cpu0
+	sim1, _ := readCPU(n.simP.Pid())
+	c.CPU, c.SimCPU = cpu1-cpu0, sim1-sim0
 	c.Summary = trimJSON(b, 1500)
+	var sum struct {
+		Published int `json:"published"`
+	}
+	if json.Unmarshal(b, &sum) == nil {
+		c.Published = sum.Published
+	}
 	if err != nil || st != http.StatusOK {
 		c.Err = fmt.Sprintf("admin ingest: status %d %v %.300s", st, err, b)
 	}
-	h.logf("cycle: wall %s, CPU %s", c.Wall.Round(time.Millisecond), c.CPU.Round(time.Millisecond))
+	h.logf("cycle: wall %s, CPU %s (simulator %s), %d messages", c.Wall.Round(time.Millisecond), c.CPU.Round(time.Millisecond),
+		c.SimCPU.Round(time.Millisecond), c.Published)
 	return c
+}
+
+// sleepUntil waits until t or until ctx ends (its error).
+func sleepUntil(ctx context.Context, t time.Time) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(time.Until(t)):
+		return nil
+	}
+}
+
+// maxTicks bounds tickToWall: a week of steps.
+const maxTicks = 7 * 24 * 30
+
+// tickToWall ticks the simulator at simBase until its market clock is less
+// than simStep behind now(), and at least once. It returns the ticks and
+// how far the market trailed before them.
+func tickToWall(ctx context.Context, simBase string, now func() time.Time) (int, time.Duration, error) {
+	var lag time.Duration
+	for ticks := 1; ; ticks++ {
+		st, b, err := post(ctx, simBase+"/_sim/tick", 10*time.Second)
+		if err != nil || st/100 != 2 {
+			return ticks - 1, lag, fmt.Errorf("sim tick: status %d %v %.200s", st, err, b)
+		}
+		var r struct {
+			Now time.Time `json:"now"`
+		}
+		if err := json.Unmarshal(b, &r); err != nil || r.Now.IsZero() {
+			return ticks, lag, fmt.Errorf("sim tick: no market time in %.200s", b)
+		}
+		behind := now().Sub(r.Now)
+		if ticks == 1 {
+			lag = behind + simStep
+		}
+		if behind < simStep || ticks >= maxTicks {
+			return ticks, lag, nil
+		}
+	}
 }
 
 // readPath runs wrk against every endpoint, alternating with the reference.
@@ -742,7 +863,7 @@ func (h *harness) allCores() string {
 // tokensFlag is marketd's flag for the simulator's tokens per collection,
 // if this build has one ("" otherwise).
 func (h *harness) tokensFlag(ctx context.Context) string {
-	out, _, _ := runCmd(ctx, 10*time.Second, "", h.bin("marketd"), "all", "-h")
+	out, _, _ := runCmd(ctx, 10*time.Second, "", h.bin("marketd"), "sim", "-h")
 	return findFlag(out, "sim-tokens")
 }
 

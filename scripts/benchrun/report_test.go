@@ -26,7 +26,7 @@ func sampleResults() *Results {
 	}}
 	big := &SizeRun{Label: "large", Collections: 100000, Ready: 90 * time.Second, ReadyOK: true, ReadyCPU: 100 * time.Second,
 		PeakRSS: 2 << 30, MemSteady: Mem{RSS: 1 << 30},
-		Cycle: &CycleRun{Wall: 30 * time.Second, CPU: 40 * time.Second},
+		Cycle: &CycleRun{Ticks: 1, Lag: -30 * time.Second, Published: 700, Wall: 30 * time.Second, CPU: 40 * time.Second, SimCPU: 12 * time.Second},
 		Endpoints: []*EPResult{
 			{Endpoint: Endpoint{Name: "floor"}, Marketd: measured(26000, 5*time.Millisecond)},
 			{Endpoint: Endpoint{Name: "token"}, Marketd: measured(10000, 9*time.Millisecond)},
@@ -52,7 +52,7 @@ func TestVerdicts(t *testing.T) {
 		{"highest 2.25 (token)", "**NO**"},
 		{"lowest 0.50 (token)", "**NO**"},
 		{"p99 50.0ms last change served after publish end, 2/2 observed", "yes"},
-		{"tick cycle 30.00s wall, 40.00s CPU (0.33 cores over the interval)", "yes"},
+		{"cycle of 1 tick(s), 700 messages: 30.00s wall, 40.00s CPU (0.33 cores over the interval); first full cycle 90.00s wall, 100.00s CPU", "yes"},
 		{"large: 0.67 (1000 vs 1500 msgs/s, 1000 msgs)", "yes"},
 		{"peak 2048 MiB", "**NO**"},
 	}
@@ -76,7 +76,7 @@ func TestRenderReport(t *testing.T) {
 		"| floor | 600 | 27000 | 2.50ms | 5.00ms | 30000 | 2.00ms | 4.00ms | 0.90 | 1.25 | yes |",
 		"| token | 0 | 10000 | 4.50ms | 9.00ms | 20000 | 0.50 | – | – | **NO** |",
 		"## Freshness (demo size)",
-		"| large | tick + cycle (POST /admin/ingest) | 30.00s | 40.00s | 1.33 | 0.33 |",
+		"| large | 1 tick(s), the market 30s ahead of the wall clock before them, then POST /admin/ingest (700 messages) | 30.00s | 40.00s | 1.33 | 0.33 | 12.00s |",
 		"| large | 1000 | 1.00s | 1000 | 1500 | 0.67 | yes |",
 		"## Read path — large: 100000 collections",
 		"BenchmarkX-2",
@@ -84,6 +84,34 @@ func TestRenderReport(t *testing.T) {
 		assert.Contains(t, out, s)
 	}
 	assert.False(t, strings.Contains(out, "QUICK"), "a full run is not labelled quick")
+}
+
+func TestVerdictCycle(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		cycle         *CycleRun
+		measured, met string
+	}{
+		{name: "one step within the interval and a core", cycle: &CycleRun{Ticks: 1, Wall: 100 * time.Second, CPU: 110 * time.Second},
+			measured: "cycle of 1 tick(s), 0 messages: 100.00s wall", met: "yes"},
+		{name: "over the interval", cycle: &CycleRun{Ticks: 1, Wall: 121 * time.Second, CPU: 100 * time.Second},
+			measured: "121.00s wall", met: "**NO**"},
+		{name: "over a core", cycle: &CycleRun{Ticks: 1, Wall: 100 * time.Second, CPU: 121 * time.Second},
+			measured: "(1.01 cores over the interval)", met: "**NO**"},
+		{name: "more than a step of change is not an interval's cycle",
+			cycle:    &CycleRun{Ticks: 3, Lag: 5 * time.Minute, Wall: 100 * time.Second, CPU: 100 * time.Second},
+			measured: "more than one step of change: the market was 5m0s behind the wall clock", met: "**NO**"},
+		{name: "failed", cycle: &CycleRun{Ticks: 1, Err: "admin ingest: status 500"},
+			measured: "failed: admin ingest: status 500", met: "**NO**"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := sampleResults()
+			r.Sizes[1].Cycle = tc.cycle
+			v := verdicts(r)[4]
+			assert.Contains(t, v.measured, tc.measured)
+			assert.Equal(t, tc.met, v.met)
+		})
+	}
 }
 
 func TestVerdictLargeNotReady(t *testing.T) {
