@@ -461,8 +461,7 @@ func (h *harness) cycle(ctx context.Context, n *node) *CycleRun {
 		return c
 	}
 	bound := h.bound(h.o.CycleTimeout, 5*time.Minute)
-	h.logf("cycle: %d tick(s), the market %s behind the wall clock before them; POST /admin/ingest (bound %s)",
-		ticks, lag.Round(time.Second), bound)
+	h.logf("cycle: %s; POST /admin/ingest (bound %s)", tickPhrase(c), bound)
 	cpu0, _ := readCPU(n.p.Pid())
 	sim0, _ := readCPU(n.simP.Pid())
 	start := time.Now()
