@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/store"
 )
 
 func TestCollectionDetail(t *testing.T) {
@@ -558,4 +559,53 @@ func TestNewBucketTokenDeadlines(t *testing.T) {
 	e.run(&readmodel.Message{Kind: readmodel.KindTokens, CollectionID: cid, Bucket: 2, Tokens: []readmodel.TokenDoc{withOverlay(t0.Add(3 * time.Hour))}})
 	assert.Empty(t, due(t0.Add(90*time.Minute)), "no entry left at the old expiry")
 	assert.Equal(t, []string{key}, due(t0.Add(4*time.Hour)))
+}
+
+// TestRepublishedBucketKeepsUnchangedRecords: a bucket republished because
+// one of its tokens changed rewrites that token's record and view only;
+// the others keep the record their view was rendered from (observation
+// time included), whether the bucket's hashes decide or the records do.
+func TestRepublishedBucketKeepsUnchangedRecords(t *testing.T) {
+	tests := []struct {
+		name    string
+		buckets uint32 // 0: a message without a bucket count, so the records decide
+	}{
+		{"hashes decide", 1},
+		{"records decide", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := mustEnv(t)
+			ctx := context.Background()
+			var docs []readmodel.TokenDoc
+			for _, id := range []string{"1", "2", "3"} {
+				docs = append(docs, readmodel.TokenDoc{Chain: readmodel.Ethereum, ContractAddress: contract, TokenID: id, CollectionID: cid, OwnerAddress: "0xholder"})
+			}
+			bucket := func(docs []readmodel.TokenDoc) *readmodel.Message {
+				return &readmodel.Message{Kind: readmodel.KindTokens, CollectionID: cid, Bucket: 0, Buckets: tt.buckets, Tokens: append([]readmodel.TokenDoc(nil), docs...)}
+			}
+			e.run(docMsg(evmDoc(cid, readmodel.Ethereum, contract)), bucket(docs))
+			record := func(id string) []byte {
+				var raw []byte
+				require.NoError(t, e.st.View(ctx, func(tx *store.Tx) error {
+					var err error
+					raw, err = tx.GetRaw(store.InTokenDoc, readmodel.TokenKey(readmodel.Ethereum, contract, id))
+					return err
+				}))
+				require.NotNil(t, raw, "token %s has a record", id)
+				return raw
+			}
+			was := map[string][]byte{"1": record("1"), "2": record("2"), "3": record("3")}
+
+			e.setNow(t0.Add(2 * time.Minute))
+			docs[1].OwnerAddress = "0xbuyer"
+			e.run(bucket(docs))
+			assert.Equal(t, was["1"], record("1"), "unchanged token 1 keeps its record")
+			assert.Equal(t, was["3"], record("3"), "unchanged token 3 keeps its record")
+			assert.NotEqual(t, was["2"], record("2"), "changed token 2 has a new record")
+			v, err := e.st.Token(ctx, readmodel.Ethereum, contract, "2")
+			require.NoError(t, err)
+			assert.Equal(t, "0xbuyer", jsonMap(t, v.Body.Head)["owner"].(map[string]any)["address"])
+		})
+	}
 }
