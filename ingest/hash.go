@@ -4,7 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
+	"hash"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/marketd/marketd/readmodel"
@@ -26,9 +28,50 @@ func sum16(b []byte) [16]byte {
 	return h
 }
 
-// fieldHasher writes fields into one buffer, each terminated, and hashes it:
-// the bulk kinds (listings, tokens) hash this way instead of through JSON.
-type fieldHasher struct{ buf []byte }
+// fieldHasher writes fields, each terminated, into a SHA-256 through a
+// small buffer: the bulk kinds (listings, tokens) hash this way instead of
+// through JSON. A cycle at 100,000 collections hashes about 6.5 million
+// rows; hashing through one buffer per collection allocated about a
+// twelfth of the cycle's bytes. The digest is that of the concatenated
+// fields, whatever the flush points.
+type fieldHasher struct {
+	h   hash.Hash
+	buf []byte
+}
+
+// hasherFlushAt is the buffered length at which a row's fields go to the
+// hash (the buffer's capacity leaves room for the next row's).
+const hasherFlushAt = 4 << 10
+
+var hasherPool = sync.Pool{New: func() any {
+	return &fieldHasher{h: sha256.New(), buf: make([]byte, 0, 2*hasherFlushAt)}
+}}
+
+func newFieldHasher() *fieldHasher {
+	f := hasherPool.Get().(*fieldHasher)
+	f.h.Reset()
+	f.buf = f.buf[:0]
+	return f
+}
+
+// sum returns the digest of everything written and releases f.
+func (f *fieldHasher) sum() [16]byte {
+	f.h.Write(f.buf)
+	var s [sha256.Size]byte
+	f.h.Sum(s[:0])
+	hasherPool.Put(f)
+	var h [16]byte
+	copy(h[:], s[:16])
+	return h
+}
+
+// row ends a row: the buffer goes to the hash once it is long enough.
+func (f *fieldHasher) row() {
+	if len(f.buf) >= hasherFlushAt {
+		f.h.Write(f.buf)
+		f.buf = f.buf[:0]
+	}
+}
 
 func (f *fieldHasher) s(v string) { f.buf = append(append(f.buf, v...), 0) }
 func (f *fieldHasher) b(v bool) {
@@ -85,18 +128,19 @@ func (f *fieldHasher) listing(r *readmodel.ListingRow, pollTime time.Time) {
 }
 
 func hashListings(rows []readmodel.ListingRow, pollTime time.Time) [16]byte {
-	f := fieldHasher{buf: make([]byte, 0, 256*len(rows)+8)}
+	f := newFieldHasher()
 	for i := range rows {
 		f.listing(&rows[i], pollTime)
+		f.row()
 	}
-	return sum16(f.buf)
+	return f.sum()
 }
 
 // hashTokens is the content hash of a bucket of docs among buckets: a
 // change of the bucket count republishes every bucket (the projector
 // trusts what a bucket stored only while the count stays).
 func hashTokens(docs []readmodel.TokenDoc, buckets int, pollTime time.Time) [16]byte {
-	f := fieldHasher{buf: make([]byte, 0, 384*len(docs)+8)}
+	f := newFieldHasher()
 	f.buf = binary.AppendUvarint(f.buf, uint64(buckets))
 	for i := range docs {
 		d := &docs[i]
@@ -118,6 +162,7 @@ func hashTokens(docs []readmodel.TokenDoc, buckets int, pollTime time.Time) [16]
 		}
 		f.s(d.LastSaleRaw)
 		f.buf = append(f.buf, '#')
+		f.row()
 	}
-	return sum16(f.buf)
+	return f.sum()
 }
