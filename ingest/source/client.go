@@ -1,6 +1,7 @@
 package source
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/marketd/marketd/readmodel"
@@ -92,6 +94,12 @@ func (c *Client) Source() readmodel.Source { return c.src }
 // get fetches base+path?q and returns the body of a 200 answer. Errors
 // are *readmodel.Error with code upstream_error wrapping a classed cause.
 func (c *Client) get(ctx context.Context, path string, q url.Values) ([]byte, error) {
+	return c.getInto(ctx, path, q, nil)
+}
+
+// getInto is get reading the body into buf (a new buffer when nil); the
+// returned body is buf's bytes.
+func (c *Client) getInto(ctx context.Context, path string, q url.Values, buf *bytes.Buffer) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	u := c.base + path
@@ -119,7 +127,10 @@ func (c *Client) get(ctx context.Context, path string, q url.Values) ([]byte, er
 		}
 		return nil, c.fail(classed(class, fmt.Errorf("status %d", resp.StatusCode)))
 	}
-	body, err := readBodySized(resp.Body, c.maxBody, resp.ContentLength)
+	if buf == nil {
+		buf = new(bytes.Buffer)
+	}
+	body, err := readBodyInto(buf, resp.Body, c.maxBody, resp.ContentLength)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, c.fail(classed(ClassTimeout, err))
@@ -145,6 +156,11 @@ func (c *Client) fail(err error) error {
 	return readmodel.Wrap(readmodel.UpstreamError, err, fmt.Sprintf("%s: poll failed (%s)", c.src, ErrorClass(err)))
 }
 
+// bodyPool holds page bodies' buffers for walk: a cycle at 100,000
+// collections reads about 3 GB of pages, which allocating each afresh
+// made a sixteenth of the cycle's allocated bytes.
+var bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
 // walk fetches every page of a paged endpoint, decoding each with decode
 // and calling fn per page in order. While fn handles a page the next one
 // is already being fetched and decoded, so the two overlap. It stops at
@@ -169,12 +185,16 @@ func walk[P any](ctx context.Context, c *Client, path string, q url.Values, limi
 		ch := make(chan result, 1)
 		go func() {
 			var r result
-			body, err := c.get(ctx, path, q)
+			buf := bodyPool.Get().(*bytes.Buffer)
+			body, err := c.getInto(ctx, path, q, buf)
 			if err != nil {
 				r.err = err
 			} else if r.p, r.next, err = decode(body); err != nil {
 				r.err = c.fail(err)
 			}
+			// The decoders copy what they keep (strings, raw rows), so
+			// the body's buffer serves the next page.
+			bodyPool.Put(buf)
 			ch <- r
 		}()
 		return ch

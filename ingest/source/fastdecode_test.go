@@ -86,3 +86,50 @@ func FuzzFastDecodeMatchesStd(f *testing.F) {
 		fastMatchesStd(t, body)
 	})
 }
+
+// TestDecodedPagesOwnTheirBytes: what the page decoders return keeps no
+// reference into the body, whose buffer the next page reuses (walk): a
+// body overwritten after decoding leaves the decoded page as it was.
+func TestDecodedPagesOwnTheirBytes(t *testing.T) {
+	shapes := []struct {
+		name   string
+		decode func(body []byte) (any, error)
+	}{
+		{"listings", func(b []byte) (any, error) { return source.DecodeGrouped[readmodel.RawListing](b) }},
+		{"tokens", func(b []byte) (any, error) { return source.DecodeGrouped[readmodel.RawToken](b) }},
+		{"collections", func(b []byte) (any, error) { return decodeFlat[readmodel.RawCollection](b) }},
+		{"stats", func(b []byte) (any, error) { return decodeFlat[readmodel.RawStats](b) }},
+		{"analytics", func(b []byte) (any, error) { return decodeFlat[readmodel.RawAnalytics](b) }},
+		{"sales", func(b []byte) (any, error) { return decodeFlat[readmodel.RawSale](b) }},
+	}
+	pages := simPages(t)
+	for _, s := range shapes {
+		t.Run(s.name, func(t *testing.T) {
+			decoded := 0
+			for _, body := range pages {
+				want, err := s.decode(bytes.Clone(body))
+				if err != nil {
+					continue // another endpoint's shape
+				}
+				buf := bytes.Clone(body)
+				got, err := s.decode(buf)
+				require.NoError(t, err)
+				for i := range buf {
+					buf[i] = 'x'
+				}
+				assert.Equal(t, want, got)
+				decoded++
+			}
+			assert.Positive(t, decoded, "no page decoded as %s", s.name)
+		})
+	}
+}
+
+// decodeFlat is DecodeFlat with its results in one value.
+func decodeFlat[R any](body []byte) (any, error) {
+	p, rejects, err := source.DecodeFlat[R](body)
+	return struct {
+		Page    *source.Page[R]
+		Rejects []error
+	}{p, rejects}, err
+}

@@ -58,12 +58,18 @@ func DecodePage[T any](r io.Reader) (*Page[T], error) {
 }
 
 // readBody reads at most limit bytes of r.
-func readBody(r io.Reader, limit int64) ([]byte, error) { return readBodySized(r, limit, -1) }
+func readBody(r io.Reader, limit int64) ([]byte, error) {
+	return readBodyInto(new(bytes.Buffer), r, limit, -1)
+}
 
-// readBodySized is readBody with the announced size (-1 when unknown) as
-// a capacity hint.
-func readBodySized(r io.Reader, limit, size int64) ([]byte, error) {
-	buf := bytes.NewBuffer(make([]byte, 0, max(512, min(size+1, limit+1))))
+// readBodyInto reads at most limit bytes of r into buf (reset first),
+// with the announced size (-1 when unknown) as a capacity hint. The body
+// is buf's bytes, valid until buf is written again.
+func readBodyInto(buf *bytes.Buffer, r io.Reader, limit, size int64) ([]byte, error) {
+	buf.Reset()
+	// Room for the body and for ReadFrom's last read, which needs MinRead
+	// free bytes to see the end (size+1 made it reallocate every body).
+	buf.Grow(int(min(max(size, 0), limit) + bytes.MinRead))
 	_, err := buf.ReadFrom(io.LimitReader(r, limit+1))
 	body := buf.Bytes()
 	if err != nil {
