@@ -190,8 +190,13 @@ func Decode(b []byte) (m *readmodel.Message, err error) {
 			m, err = nil, readmodel.Errorf(readmodel.BadRequest, "decode message: decoder panic: %v", p)
 		}
 	}()
-	if b, err = wireJSON(b); err != nil {
-		return nil, err
+	if bytes.HasPrefix(b, zstdMagic) {
+		jb := jsonPool.Get().(*[]byte)
+		defer jsonPool.Put(jb)
+		if b, err = wireJSON(b, *jb); err != nil {
+			return nil, err
+		}
+		*jb = b[:0] // the frame's JSON, in *jb's array or a larger one
 	}
 	m = new(readmodel.Message)
 	if gojson.Valid(b) { // the fast decoder skips unknown fields without checking them

@@ -3,6 +3,7 @@ package bus
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand"
 	"reflect"
 	"testing"
@@ -55,7 +56,7 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			return
 		}
-		j, err := wireJSON(b) // b, or the JSON of its zstd frame
+		j, err := wireJSON(b, nil) // b, or the JSON of its zstd frame
 		require.NoError(t, err)
 		var want readmodel.Message
 		require.NoError(t, json.Unmarshal(j, &want), "Decode accepted what encoding/json rejects: %q", j)
@@ -107,4 +108,31 @@ func marshalled(m *readmodel.Message) ([]byte, error) {
 	var buf bytes.Buffer
 	err := marshalInto(&buf, m)
 	return buf.Bytes(), err
+}
+
+// TestDecodedMessagesOwnTheirBytes: a decoded message keeps nothing of
+// the buffer its frame was decompressed into, which the next Decode
+// reuses.
+func TestDecodedMessagesOwnTheirBytes(t *testing.T) {
+	frame := func(seller string) []byte {
+		m := &readmodel.Message{ID: "m-" + seller, Kind: readmodel.KindListings, Source: readmodel.SourceOrderBook, CollectionID: "ethereum_0xabc",
+			ObservedAt: time.Date(2026, 11, 24, 4, 0, 0, 0, time.UTC)}
+		for i := 0; i < 50; i++ {
+			m.Listings = append(m.Listings, readmodel.ListingRow{OrderID: fmt.Sprintf("order-%s-%d", seller, i), TokenID: fmt.Sprint(i), PriceRaw: "1000", Seller: seller})
+		}
+		b, err := Encode(m)
+		require.NoError(t, err)
+		require.True(t, bytes.HasPrefix(b, zstdMagic), "the test needs a compressed frame")
+		return b
+	}
+	a, b := frame("0xaaaa"), frame("0xbbbb")
+	want, err := Decode(a)
+	require.NoError(t, err)
+	got, err := Decode(a)
+	require.NoError(t, err)
+	for i := 0; i < 4; i++ {
+		_, err := Decode(b)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, want, got)
 }

@@ -74,18 +74,24 @@ var (
 )
 
 // wireJSON returns the JSON of wire bytes b: b itself, or the JSON its
-// zstd frame holds. A frame that does not decompress, or would be over
-// maxWireJSON, is a BadRequest *readmodel.Error.
-func wireJSON(b []byte) ([]byte, error) {
+// zstd frame holds, decompressed into dst's spare capacity (a new buffer
+// when it has too little). A frame that does not decompress, or would be
+// over maxWireJSON, is a BadRequest *readmodel.Error.
+func wireJSON(b, dst []byte) ([]byte, error) {
 	if !bytes.HasPrefix(b, zstdMagic) {
 		return b, nil
 	}
-	j, err := wireDecoder().DecodeAll(b, nil)
+	j, err := wireDecoder().DecodeAll(b, dst[:0])
 	if err != nil {
 		return nil, readmodel.Wrap(readmodel.BadRequest, err, "decode message: decompress")
 	}
 	return j, nil
 }
+
+// jsonPool holds Decode's buffers for decompressed frames: the decoded
+// message copies what it keeps, so a buffer serves the next message. At
+// 100,000 collections a cycle decompressed about 1 GB of JSON.
+var jsonPool = sync.Pool{New: func() any { return new([]byte) }}
 
 // wireInto writes msg's wire form (see Encode) into buf and returns the
 // buffer holding it: buf, or a pooled buffer with the frame (buf then
