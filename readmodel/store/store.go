@@ -160,6 +160,15 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		// threshold, where compaction and its msyncs were half the CPU.
 		// The garbage rewrites leave in the log is collected by gcLoop.
 		WithValueThreshold(64).
+		// Fewer, larger levels and tables. With Badger's 10 MiB base level
+		// the 2.2 GiB tree of 100,000 collections x 100 tokens had four
+		// levels below L0, so every flush cascaded through three merges
+		// before the last level, and each 2 MiB table cost a 3 MiB index
+		// builder. With these a one-step cycle there took 268 CPU-s
+		// instead of 335 (180 s wall instead of 220), compaction 13% of
+		// its CPU instead of 19%.
+		WithBaseLevelSize(256 << 20).
+		WithBaseTableSize(8 << 20).
 		WithNumCompactors(2).
 		WithBlockCacheSize(32 << 20).
 		WithIndexCacheSize(16 << 20).
