@@ -745,8 +745,7 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 			continue
 		}
 		keep[k] = true
-		ti := &tokenInput{ObservedAt: msg.ObservedAt, Doc: d}
-		rec, sum := newTokenRecord(msg.Bucket, msg.ObservedAt, &ti.Doc)
+		rec, sum := newTokenRecord(msg.Bucket, msg.ObservedAt, &d)
 		next.Keys, next.Hashes = append(next.Keys, k), append(next.Hashes, sum)
 		// A bucket is republished when any of its tokens changed; a token
 		// whose document is unchanged keeps its view (what depends on the
@@ -772,7 +771,7 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 			continue
 		}
 		a.tx.PutRaw(store.InTokenDoc, rec, k)
-		a.putTokenMemo(k, ti)
+		a.putTokenMemo(k, &tokenInput{ObservedAt: msg.ObservedAt, Doc: d})
 		if old == nil {
 			prefix, _ := contractPrefix(k, d.TokenID)
 			none, seen := noViews[prefix]
