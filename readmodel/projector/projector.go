@@ -467,12 +467,22 @@ type delivered struct {
 // handle applies m and whatever stream i's iterator already holds, and
 // returns how many messages it applied.
 func (p *Projector) handle(ctx context.Context, i int, it jetstream.MessagesContext, m jetstream.Msg) (int, error) {
+	batch, err := gather(it, m)
+	if err != nil {
+		return 0, err
+	}
+	return p.applyDecoded(ctx, i, p.decodeBatch(i, batch))
+}
+
+// gather returns m and whatever it already holds after it, up to
+// maxBatch messages or maxBatchBytes of payload (m alone when it is nil).
+func gather(it jetstream.MessagesContext, m jetstream.Msg) ([]delivered, error) {
 	batch := make([]delivered, 0, 16)
 	size := 0
 	for m != nil {
 		meta, err := m.Metadata()
 		if err != nil {
-			return 0, readmodel.Wrap(readmodel.UpstreamError, err, "message metadata")
+			return nil, readmodel.Wrap(readmodel.UpstreamError, err, "message metadata")
 		}
 		batch = append(batch, delivered{seq: meta.Sequence.Stream, data: m.Data()})
 		size += len(m.Data())
@@ -483,35 +493,20 @@ func (p *Projector) handle(ctx context.Context, i int, it jetstream.MessagesCont
 			break // nothing buffered (or the iterator failed: the loop sees it next)
 		}
 	}
-	p.applyMu.Lock()
-	defer p.applyMu.Unlock()
-	fresh := batch[:0]
-	for _, d := range batch {
-		if d.seq > p.pos[i].Seq { // else a redelivery of something applied
-			fresh = append(fresh, d)
-		}
-	}
-	if len(fresh) == 0 {
-		return 0, nil
-	}
-	if err := p.applyLocked(ctx, i, fresh); err != nil {
-		return 0, err
-	}
-	if err := p.runJobLocked(ctx); err != nil {
-		return 0, err
-	}
-	p.setApplied(i, fresh[len(fresh)-1].seq)
-	return len(fresh), nil
+	return batch, nil
 }
 
-// applyLocked applies a batch of messages of stream i in one transaction
-// with the position of the last. An undecodable message is skipped
-// (logged) but still advances the position so it never wedges the node.
-func (p *Projector) applyLocked(ctx context.Context, i int, batch []delivered) error {
-	type decoded struct {
-		msg *readmodel.Message
-		sp  store.StreamPos
-	}
+// decoded is a delivered message of a batch, decoded: msg is nil for a
+// message that is skipped (undecodable, or on the wrong stream) but still
+// advances the position.
+type decoded struct {
+	msg *readmodel.Message
+	sp  store.StreamPos
+}
+
+// decodeBatch decodes the messages of a batch of stream i. It touches no
+// projector state, so it can run while another batch is applied.
+func (p *Projector) decodeBatch(i int, batch []delivered) []decoded {
 	ds := make([]decoded, len(batch))
 	for k, d := range batch {
 		msg, derr := bus.Decode(d.data)
@@ -527,6 +522,38 @@ func (p *Projector) applyLocked(ctx context.Context, i int, batch []delivered) e
 		}
 		ds[k].msg = msg
 	}
+	return ds
+}
+
+// applyDecoded applies a decoded batch of stream i, minus the messages at
+// or below the applied position (redeliveries), and returns how many it
+// applied.
+func (p *Projector) applyDecoded(ctx context.Context, i int, ds []decoded) (int, error) {
+	p.applyMu.Lock()
+	defer p.applyMu.Unlock()
+	fresh := ds[:0]
+	for _, d := range ds {
+		if d.sp.Seq > p.pos[i].Seq {
+			fresh = append(fresh, d)
+		}
+	}
+	if len(fresh) == 0 {
+		return 0, nil
+	}
+	if err := p.applyLocked(ctx, i, fresh); err != nil {
+		return 0, err
+	}
+	if err := p.runJobLocked(ctx); err != nil {
+		return 0, err
+	}
+	p.setApplied(i, fresh[len(fresh)-1].sp.Seq)
+	return len(fresh), nil
+}
+
+// applyLocked applies a decoded batch of stream i in one transaction
+// with the position of the last. A skipped message (nil msg) still
+// advances the position so it never wedges the node.
+func (p *Projector) applyLocked(ctx context.Context, i int, ds []decoded) error {
 	apply := func(part []decoded, drained bool) error {
 		var rows int64
 		err := p.st.Update(ctx, func(tx *store.Tx) error {
@@ -823,17 +850,40 @@ func (p *Projector) ApplyAvailable(ctx context.Context) (int, error) {
 
 // drain applies stream i up to sequence head, reporting each applied batch
 // to progress (may be nil).
+//
+// It decodes one batch ahead: while a batch is applied (its views
+// rendered and committed), the next one, already fetched, is decoded on
+// another goroutine. Batches are still applied one at a time and in
+// order; a batch decoded ahead is applied before drain returns, waits for
+// the stream or restarts its consumer.
 func (p *Projector) drain(ctx context.Context, i int, head uint64, progress func(applied int)) (int, error) {
 	n, idle := 0, 0
+	var ahead *decodeJob
+	settle := func() error {
+		if ahead == nil {
+			return nil
+		}
+		ds := ahead.wait()
+		ahead = nil
+		k, err := p.applyDecoded(ctx, i, ds)
+		n += k
+		if progress != nil && err == nil {
+			progress(k)
+		}
+		return err
+	}
 	for {
 		p.applyMu.Lock()
 		at := p.pos[i].Seq
 		it := p.iters[i]
 		p.applyMu.Unlock()
-		if at >= head {
+		if at >= head && ahead == nil {
 			return n, nil
 		}
 		if it == nil {
+			if err := settle(); err != nil {
+				return n, err
+			}
 			p.applyMu.Lock()
 			err := p.startIter(i)
 			it = p.iters[i]
@@ -842,10 +892,24 @@ func (p *Projector) drain(ctx context.Context, i int, head uint64, progress func
 				return n, err
 			}
 		}
-		m, err := it.Next(jetstream.NextMaxWait(2 * time.Second))
+		wait := 2 * time.Second
+		if ahead != nil {
+			// Something is decoded and waiting: apply it unless the
+			// next batch is already here.
+			wait = batchWait
+		}
+		m, err := it.Next(jetstream.NextMaxWait(wait))
 		if err != nil {
 			if ctx.Err() != nil {
 				return n, readmodel.Wrap(readmodel.Internal, ctx.Err(), "apply available")
+			}
+			if ahead != nil {
+				if err := settle(); err != nil {
+					return n, err
+				}
+				if errors.Is(err, nats.ErrTimeout) {
+					continue // not idle: it was applying
+				}
 			}
 			if errors.Is(err, nats.ErrTimeout) {
 				// The head may have been removed (limits, purge): re-read it.
@@ -875,15 +939,42 @@ func (p *Projector) drain(ctx context.Context, i int, head uint64, progress func
 			continue
 		}
 		idle = 0
-		k, err := p.handle(ctx, i, it, m)
+		batch, err := gather(it, m)
 		if err != nil {
+			if serr := settle(); serr != nil {
+				return n, serr
+			}
 			return n, err
 		}
-		n += k
-		if progress != nil {
-			progress(k)
+		next := p.decodeAhead(i, batch)
+		if err := settle(); err != nil {
+			next.wait()
+			return n, err
 		}
+		ahead = next
 	}
+}
+
+// decodeJob is a batch being decoded on its own goroutine.
+type decodeJob struct {
+	done chan struct{}
+	ds   []decoded
+}
+
+// decodeAhead starts decoding batch (of stream i) on a new goroutine.
+func (p *Projector) decodeAhead(i int, batch []delivered) *decodeJob {
+	j := &decodeJob{done: make(chan struct{})}
+	go func() {
+		defer close(j.done)
+		j.ds = p.decodeBatch(i, batch)
+	}()
+	return j
+}
+
+// wait returns the decoded batch once decoding is done.
+func (j *decodeJob) wait() []decoded {
+	<-j.done
+	return j.ds
 }
 
 // decodeID returns the id of an encoded message.
