@@ -873,6 +873,13 @@ func (p *Projector) drain(ctx context.Context, i int, head uint64, progress func
 		return err
 	}
 	for {
+		if ahead != nil && ahead.last >= head {
+			// The batch decoded ahead reaches the head: apply it and
+			// stop, without fetching past the head.
+			if err := settle(); err != nil {
+				return n, err
+			}
+		}
 		p.applyMu.Lock()
 		at := p.pos[i].Seq
 		it := p.iters[i]
@@ -958,12 +965,13 @@ func (p *Projector) drain(ctx context.Context, i int, head uint64, progress func
 // decodeJob is a batch being decoded on its own goroutine.
 type decodeJob struct {
 	done chan struct{}
+	last uint64 // stream sequence of the batch's last message
 	ds   []decoded
 }
 
 // decodeAhead starts decoding batch (of stream i) on a new goroutine.
 func (p *Projector) decodeAhead(i int, batch []delivered) *decodeJob {
-	j := &decodeJob{done: make(chan struct{})}
+	j := &decodeJob{done: make(chan struct{}), last: batch[len(batch)-1].seq}
 	go func() {
 		defer close(j.done)
 		j.ds = p.decodeBatch(i, batch)
