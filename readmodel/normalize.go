@@ -119,12 +119,28 @@ func NormalizeEVMAddress(s string) (string, error) {
 	if len(s) != 42 || (s[:2] != "0x" && s[:2] != "0X") {
 		return "", normReject(RejectBadAddress, "address", "%q is not 0x + 40 hex digits", normClip(s))
 	}
+	lower := s[1] == 'x'
 	for i := 2; i < len(s); i++ {
-		if !normIsHex(s[i]) {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9', c >= 'a' && c <= 'f':
+		case c >= 'A' && c <= 'F':
+			lower = false
+		default:
 			return "", normReject(RejectBadAddress, "address", "%q is not 0x + 40 hex digits", normClip(s))
 		}
 	}
-	return strings.ToLower(s), nil
+	if lower {
+		return s, nil
+	}
+	// Every byte is now a digit, a hex letter or the x: setting bit 5
+	// lowercases the letters and leaves the digits as they are. (Ingest
+	// normalizes a few addresses per row; strings.ToLower was 3% of a
+	// cycle's CPU.)
+	var b [42]byte
+	for i := range b {
+		b[i] = s[i] | 0x20
+	}
+	return string(b[:]), nil
 }
 
 // IsEVMAddress reports whether s is 0x plus 40 hex digits, in any case.
@@ -889,10 +905,6 @@ func normFiniteNonNeg(p *float64) *float64 {
 	}
 	v := *p
 	return &v
-}
-
-func normIsHex(b byte) bool {
-	return b >= '0' && b <= '9' || b >= 'a' && b <= 'f' || b >= 'A' && b <= 'F'
 }
 
 // printableID reports whether s is printable ASCII without spaces, quotes

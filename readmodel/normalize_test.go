@@ -444,3 +444,43 @@ func TestAmountJSON(t *testing.T) {
 		})
 	}
 }
+
+func TestNormalizeEVMAddress(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want string // "" when rejected
+	}{
+		{"lowercase kept", evmLower, evmLower},
+		{"mixed case lowercased", evmMixed, evmLower},
+		{"uppercase prefix and digits", "0X" + strings.ToUpper(evmLower[2:]), evmLower},
+		{"uppercase prefix only", "0X" + evmLower[2:], evmLower},
+		{"digits only", "0x" + strings.Repeat("09", 20), "0x" + strings.Repeat("09", 20)},
+		{"letter beyond f", "0x" + strings.Repeat("a", 39) + "g", ""},
+		{"uppercase letter beyond F", "0x" + strings.Repeat("A", 39) + "G", ""},
+		{"punctuation that bit 5 would fold", "0x" + strings.Repeat("a", 39) + "@", ""},
+		{"too short", evmLower[:41], ""},
+		{"too long", evmLower + "0", ""},
+		{"no prefix", "00" + evmLower[2:], ""},
+		{"oversized", "0x" + strings.Repeat("a", MaxIDLen), ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := NormalizeEVMAddress(tc.in)
+			if tc.want == "" {
+				require.Error(t, err)
+				assert.NotEmpty(t, ReasonOf(err))
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func BenchmarkNormalizeEVMAddress(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _ = NormalizeEVMAddress(evmMixed)
+	}
+}
