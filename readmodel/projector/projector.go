@@ -884,8 +884,8 @@ func (p *Projector) drain(ctx context.Context, i int, head uint64, progress func
 		at := p.pos[i].Seq
 		it := p.iters[i]
 		p.applyMu.Unlock()
-		if at >= head && ahead == nil {
-			return n, nil
+		if at >= head {
+			return n, settle()
 		}
 		if it == nil {
 			if err := settle(); err != nil {
