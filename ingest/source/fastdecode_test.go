@@ -97,6 +97,7 @@ func TestDecodedPagesOwnTheirBytes(t *testing.T) {
 	}{
 		{"listings", func(b []byte) (any, error) { return source.DecodeGrouped[readmodel.RawListing](b) }},
 		{"tokens", func(b []byte) (any, error) { return source.DecodeGrouped[readmodel.RawToken](b) }},
+		{"lazy listings", func(b []byte) (any, error) { return source.DecodeLazyGrouped[readmodel.RawListing](b) }},
 		{"collections", func(b []byte) (any, error) { return decodeFlat[readmodel.RawCollection](b) }},
 		{"stats", func(b []byte) (any, error) { return decodeFlat[readmodel.RawStats](b) }},
 		{"analytics", func(b []byte) (any, error) { return decodeFlat[readmodel.RawAnalytics](b) }},

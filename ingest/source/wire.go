@@ -179,6 +179,81 @@ func DecodeGrouped[R any](body []byte) (*Page[RowsGroup[R]], error) {
 	return out, nil
 }
 
+// LazyGroup is one collection's rows on a grouped page, kept as the bytes
+// the upstream sent until Decode: a caller that can tell from the bytes
+// that nothing changed since its last poll skips decoding them.
+type LazyGroup[R any] struct {
+	CollectionID string
+	Raw          json.RawMessage // the rows array as sent (nil when absent or null); owned by the group
+}
+
+// lazyGroup is the wire shape LazyGroup is decoded from.
+type lazyGroup struct {
+	CollectionID string          `json:"collectionId"`
+	Rows         json.RawMessage `json:"rows"`
+}
+
+// DecodeLazyGrouped decodes a grouped page down to each group's collection
+// id and raw rows. A body that is not JSON of the page shape, or a group
+// whose rows are not an array (or null), fails with class "bad_payload",
+// as with DecodeGrouped.
+func DecodeLazyGrouped[R any](body []byte) (*Page[LazyGroup[R]], error) {
+	var p Page[lazyGroup]
+	if !fastDecode(body, &p) {
+		p = Page[lazyGroup]{}
+		if err := json.Unmarshal(body, &p); err != nil {
+			return nil, classed(ClassBadPayload, err)
+		}
+	}
+	out := &Page[LazyGroup[R]]{NextCursor: p.NextCursor, Watermark: p.Watermark, Items: make([]LazyGroup[R], len(p.Items))}
+	for i, g := range p.Items {
+		raw := bytes.TrimSpace(g.Rows)
+		switch {
+		case len(raw) == 0 || string(raw) == "null":
+			raw = nil
+		case raw[0] != '[':
+			return nil, classed(ClassBadPayload, fmt.Errorf("group %d: rows is not an array", i))
+		}
+		out.Items[i] = LazyGroup[R]{CollectionID: g.CollectionID, Raw: raw}
+	}
+	return out, nil
+}
+
+// Decode decodes the group's rows leniently, as DecodeGrouped does: rows
+// that are not objects of R's shape are returned in rejects (as
+// *readmodel.RejectError), the others in rows.
+func (g LazyGroup[R]) Decode() (rows []R, rejects []error) {
+	if g.Raw == nil {
+		return nil, nil
+	}
+	// Rows are decoded in one pass unless one does not fit R, or the group
+	// is large enough to hold a row above MaxRow: then row by row.
+	if len(g.Raw) <= MaxRow {
+		if fastDecode(g.Raw, &rows) {
+			return rows, nil
+		}
+		rows = nil
+		if json.Unmarshal(g.Raw, &rows) == nil {
+			return rows, nil
+		}
+		rows = nil
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(g.Raw, &raws); err != nil {
+		// DecodeLazyGrouped let through only arrays of valid JSON.
+		return nil, []error{&readmodel.RejectError{Reason: readmodel.RejectBadJSON, Field: "rows", Detail: err.Error()}}
+	}
+	for _, raw := range raws {
+		var r R
+		if err := DecodeRow(raw, &r); err != nil {
+			rejects = append(rejects, err)
+			continue
+		}
+		rows = append(rows, r)
+	}
+	return rows, rejects
+}
+
 // fastDecode decodes body into v with the fast decoder and reports
 // whether it accepted it. A body that is not valid JSON is left to
 // encoding/json (the fast decoder skips unknown fields without checking
