@@ -33,6 +33,7 @@ type cycle struct {
 	tokWM      string
 	tokOK      bool
 	buckets    map[hkey]int
+	listMemos  map[hkey]listingsMemo
 	salesAt    string
 	salesMoved bool
 	pubErr     error
@@ -48,7 +49,7 @@ func (in *Ingest) run(ctx context.Context, set map[readmodel.Source]bool) (Summa
 	in.lastNS = ns
 	c := &cycle{in: in, start: start, ns: strconv.FormatInt(ns, 10),
 		sum:    Summary{Start: start, Sources: map[string]*SourceSummary{}},
-		hashes: map[hkey][16]byte{}, status: map[hkey]statusState{}, buckets: map[hkey]int{}}
+		hashes: map[hkey][16]byte{}, status: map[hkey]statusState{}, buckets: map[hkey]int{}, listMemos: map[hkey]listingsMemo{}}
 	if err := ctx.Err(); err != nil {
 		return c.sum, readmodel.Wrap(readmodel.Internal, err, "ingest: cycle not started")
 	}
@@ -104,6 +105,9 @@ func (in *Ingest) run(ctx context.Context, set map[readmodel.Source]bool) (Summa
 	}
 	for k, n := range c.buckets {
 		in.buckets[k] = n
+	}
+	for k, m := range c.listMemos {
+		in.listMemos[k] = m
 	}
 	if c.collsOK {
 		in.colls = c.newColls
@@ -197,10 +201,7 @@ func subject(m *readmodel.Message) hkey {
 func (c *cycle) offer(ctx context.Context, key string, msg *readmodel.Message, h [16]byte) error {
 	subj := subject(msg)
 	if old, ok := c.in.hashes[subj]; ok && old == h {
-		c.mu.Lock()
-		c.src(key).Unchanged++
-		c.sum.Unchanged++
-		c.mu.Unlock()
+		c.unchanged(key)
 		return nil
 	}
 	return c.publish(ctx, key, msg, subj, &h)
@@ -332,15 +333,14 @@ func (c *cycle) pollRates(ctx context.Context) {
 }
 
 // groupID validates a group's collection id against this cycle's list;
-// n rows are rejected with the reason when it fails.
-func (c *cycle) groupID(key, raw string, n int) (string, bool) {
+// n() rows are rejected with the reason when it fails.
+func (c *cycle) groupID(key, raw string, n func() int) (string, bool) {
 	id, err := readmodel.NormalizeCollectionID(raw)
-	if err != nil {
-		c.reject(key, err, max(n, 1))
-		return "", false
+	if err == nil && c.known != nil && !c.known[id] {
+		err = &readmodel.RejectError{Reason: readmodel.RejectUnknownCollect, Field: "collectionId"}
 	}
-	if c.known != nil && !c.known[id] {
-		c.reject(key, &readmodel.RejectError{Reason: readmodel.RejectUnknownCollect, Field: "collectionId"}, max(n, 1))
+	if err != nil {
+		c.reject(key, err, max(n(), 1))
 		return "", false
 	}
 	return id, true
@@ -397,6 +397,93 @@ func (c *cycle) publishListings(ctx context.Context, src readmodel.Source, id st
 	return c.offer(ctx, string(src), msg, hashListings(rows, pollTime))
 }
 
+// listingsMemo remembers what one collection's listing rows, as an
+// upstream sent them, came to on the poll that last decoded them: the hash
+// of the raw rows, the content hash of the normalized rows, how many were
+// kept and the earliest expiry among them (unix nanoseconds, 0 = none
+// expires). Pointer-free, like Ingest's other maps.
+type listingsMemo struct {
+	raw, content [16]byte
+	minExp       int64
+	n            int32
+}
+
+// unchangedListings reports whether a group whose raw rows hash to raw
+// would normalize, at now, to what the last recorded publish of subj holds.
+// It holds when the upstream sent the same bytes as on the poll memo was
+// taken from (which rejected no row), no row has expired since, and that
+// poll's rows are still the subject's last recorded publish. Normalization
+// depends on nothing else: a row's time-of-poll default timestamp is left
+// out of the content hash.
+func (c *cycle) unchangedListings(subj hkey, raw [16]byte, now time.Time) (listingsMemo, bool) {
+	m, ok := c.in.listMemos[subj]
+	if !ok || m.raw != raw || (m.minExp != 0 && m.minExp <= now.UnixNano()) {
+		return m, false
+	}
+	h, ok := c.in.hashes[subj]
+	return m, ok && h == m.content
+}
+
+func (c *cycle) unchanged(key string) {
+	c.mu.Lock()
+	c.src(key).Unchanged++
+	c.sum.Unchanged++
+	c.mu.Unlock()
+}
+
+// listingsGroup normalizes, and publishes if changed, one collection's
+// listing rows from src. Most collections' rows do not change between
+// polls (83–91% of them per source in a steady cycle at 100,000
+// collections): their groups are recognized by their bytes
+// (unchangedListings) and neither decoded nor normalized, which were
+// most of a listings poll's CPU.
+func (c *cycle) listingsGroup(ctx context.Context, src readmodel.Source, key string, keep int, id string, g source.LazyGroup[readmodel.RawListing], now time.Time) error {
+	msg := &readmodel.Message{Kind: readmodel.KindListings, Source: src, CollectionID: id}
+	subj := subject(msg)
+	raw := sum16(g.Raw)
+	if m, ok := c.unchangedListings(subj, raw, now); ok {
+		c.accept(key, int(m.n))
+		c.unchanged(key)
+		return nil
+	}
+	raws, rejects := g.Decode()
+	c.rejectAll(key, rejects)
+	clean := len(rejects) == 0
+	rows := make([]readmodel.ListingRow, 0, len(raws))
+	var minExp int64
+	for i := range raws {
+		r, err := readmodel.NormalizeListing(src, raws[i], now)
+		if err != nil {
+			c.reject(key, err, 1)
+			clean = false
+			continue
+		}
+		r.CollectionID = id
+		if r.ExpiresAt != nil {
+			if e := r.ExpiresAt.UnixNano(); minExp == 0 || e < minExp {
+				minExp = e
+			}
+		}
+		rows = append(rows, r)
+	}
+	sortListings(rows)
+	if len(rows) > keep {
+		rows = rows[:keep]
+	}
+	c.accept(key, len(rows))
+	msg.Listings = rows
+	h := hashListings(rows, now)
+	if err := c.offer(ctx, key, msg, h); err != nil {
+		return err
+	}
+	if clean {
+		c.mu.Lock()
+		c.listMemos[subj] = listingsMemo{raw: raw, content: h, minExp: minExp, n: int32(len(rows))}
+		c.mu.Unlock()
+	}
+	return nil
+}
+
 func (c *cycle) pollListings(ctx context.Context, src readmodel.Source) {
 	began := time.Now()
 	key := string(src)
@@ -405,31 +492,15 @@ func (c *cycle) pollListings(ctx context.Context, src readmodel.Source) {
 		keep = MirrorKeep
 	}
 	seen := map[string]bool{}
-	err := c.in.clients[src].Listings(ctx, c.in.cfg.PageLimit, func(groups []source.RowsGroup[readmodel.RawListing]) error {
+	err := c.in.clients[src].Listings(ctx, c.in.cfg.PageLimit, func(groups []source.LazyGroup[readmodel.RawListing]) error {
 		now := c.in.now().UTC()
 		for _, g := range groups {
-			id, ok := c.groupID(key, g.CollectionID, len(g.Rows)+len(g.Rejects))
+			id, ok := c.groupID(key, g.CollectionID, func() int { rows, rejects := g.Decode(); return len(rows) + len(rejects) })
 			if !ok || seen[id] {
 				continue
 			}
 			seen[id] = true
-			c.rejectAll(key, g.Rejects)
-			rows := make([]readmodel.ListingRow, 0, len(g.Rows))
-			for i := range g.Rows {
-				r, err := readmodel.NormalizeListing(src, g.Rows[i], now)
-				if err != nil {
-					c.reject(key, err, 1)
-					continue
-				}
-				r.CollectionID = id
-				rows = append(rows, r)
-			}
-			sortListings(rows)
-			if len(rows) > keep {
-				rows = rows[:keep]
-			}
-			c.accept(key, len(rows))
-			if err := c.publishListings(ctx, src, id, rows, now); err != nil {
+			if err := c.listingsGroup(ctx, src, key, keep, id, g, now); err != nil {
 				return err
 			}
 			if err := c.setStatus(ctx, src, id, nil); err != nil {
@@ -470,7 +541,7 @@ func (c *cycle) pollTokens(ctx context.Context) {
 	wm, err := c.in.clients[src].Tokens(ctx, c.in.tokWM, c.in.cfg.PageLimit, func(groups []source.RowsGroup[readmodel.RawToken]) error {
 		now := c.in.now().UTC()
 		for _, g := range groups {
-			id, ok := c.groupID(key, g.CollectionID, len(g.Rows)+len(g.Rejects))
+			id, ok := c.groupID(key, g.CollectionID, func() int { return len(g.Rows) + len(g.Rejects) })
 			if !ok {
 				continue
 			}
@@ -541,7 +612,7 @@ func pollFlat[R any](ctx context.Context, c *cycle, src readmodel.Source,
 				c.reject(key, err, 1)
 				continue
 			}
-			id, ok := c.groupID(key, rawID, 1)
+			id, ok := c.groupID(key, rawID, func() int { return 1 })
 			if !ok || seen[id] {
 				continue
 			}

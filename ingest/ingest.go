@@ -111,8 +111,11 @@ type Ingest struct {
 	known   map[string]bool
 	tokWM   string
 	buckets map[hkey]int
-	salesAt string
-	lastNS  int64 // the last cycle's ID prefix
+	// listMemos lets a listings poll skip decoding a collection's rows
+	// the upstream sent byte for byte as before (see listingsMemo).
+	listMemos map[hkey]listingsMemo
+	salesAt   string
+	lastNS    int64 // the last cycle's ID prefix
 
 	stats statsCounter
 
@@ -182,7 +185,7 @@ func New(cfg Config, pub Publisher, log zerolog.Logger) (*Ingest, error) {
 	}
 	in := &Ingest{cfg: cfg, pub: pub, log: log.With().Str("component", "ingest").Logger(), now: cfg.Now,
 		clients: map[readmodel.Source]*source.Client{}, hashes: map[hkey][16]byte{},
-		status: map[hkey]statusState{}, buckets: map[hkey]int{}}
+		status: map[hkey]statusState{}, buckets: map[hkey]int{}, listMemos: map[hkey]listingsMemo{}}
 	if in.now == nil {
 		in.now = time.Now
 	}

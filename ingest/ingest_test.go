@@ -2,12 +2,14 @@ package ingest_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 
 	"github.com/marketd/marketd/ingest"
 	"github.com/marketd/marketd/ingest/sim"
+	"github.com/marketd/marketd/ingest/source"
 	"github.com/marketd/marketd/readmodel"
 )
 
@@ -602,4 +605,121 @@ func TestSourcesReportLastSuccessAndFailure(t *testing.T) {
 	assert.True(t, ob.Healthy)
 	assert.Equal(t, again.End, ob.LastSuccess)
 	assert.Equal(t, failed.End, ob.LastFailure, "the last failure is remembered")
+}
+
+// TestSteadyCyclesMatchAFreshIngest: an ingest that has run for a while
+// skips decoding the listing groups its upstreams sent unchanged; what it
+// has published per collection, and the rows it counts, must still be
+// exactly what a fresh ingest reads from the same market at the same time.
+func TestSteadyCyclesMatchAFreshIngest(t *testing.T) {
+	e := MustEnv(t, nil)
+	last := map[string]*readmodel.Message{}
+	collect := func() {
+		for _, m := range byKind(e.pub.take(), readmodel.KindListings) {
+			last[string(m.Source)+"/"+m.CollectionID] = m
+		}
+	}
+	var sum ingest.Summary
+	for i := 0; i < 4; i++ {
+		if i > 0 {
+			e.sim.Tick()
+			e.mu.Lock()
+			e.now = e.now.Add(2 * time.Minute)
+			e.mu.Unlock()
+		}
+		var err error
+		sum, err = e.in.RunCycle(context.Background())
+		require.NoError(t, err)
+		collect()
+	}
+	require.Positive(t, sum.Sources[string(readmodel.SourceOrderBook)].Unchanged, "some groups came unchanged")
+
+	pub := &fakePub{}
+	cfg := ingest.Config{Sources: map[readmodel.Source]ingest.SourceConfig{}, Now: e.clock, PageLimit: 300}
+	for _, src := range readmodel.Sources {
+		cfg.Sources[src] = ingest.SourceConfig{BaseURL: e.url + "/" + string(src), Timeout: 30 * time.Second}
+	}
+	fresh, err := ingest.New(cfg, pub, zerolog.Nop())
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, fresh.Close(context.Background())) })
+	freshSum, err := fresh.RunCycle(context.Background())
+	require.NoError(t, err)
+
+	// Rows without a time of their own carry the poll's; compare without it.
+	rows := func(m *readmodel.Message) []readmodel.ListingRow {
+		out := append([]readmodel.ListingRow(nil), m.Listings...)
+		for i := range out {
+			if out[i].Timestamp.Equal(m.ObservedAt) {
+				out[i].Timestamp = time.Time{}
+			}
+		}
+		return out
+	}
+	want := byKind(pub.take(), readmodel.KindListings)
+	require.NotEmpty(t, want)
+	for _, m := range want {
+		got := last[string(m.Source)+"/"+m.CollectionID]
+		require.NotNil(t, got, "%s %s never published", m.Source, m.CollectionID)
+		assert.Equal(t, rows(m), rows(got), "%s %s", m.Source, m.CollectionID)
+	}
+	assert.Len(t, last, len(want))
+	for _, src := range []readmodel.Source{readmodel.SourceOrderBook, readmodel.SourceIndexerMirror} {
+		s, f := sum.Sources[string(src)], freshSum.Sources[string(src)]
+		assert.Equal(t, f.RowsAccepted, s.RowsAccepted, "%s rows accepted", src)
+		assert.Equal(t, f.Rejected, s.Rejected, "%s rows rejected", src)
+	}
+}
+
+// TestListingsRepublishedWhenBytesReturn: a collection's listings that
+// come back byte for byte as they were two polls ago are published again
+// when the poll in between changed them (here: a row replaced by garbage),
+// although the bytes match what the ingest last decoded cleanly.
+func TestListingsRepublishedWhenBytesReturn(t *testing.T) {
+	var garbage atomic.Bool
+	var target atomic.Value
+	e := MustEnv(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/order-book/listings" {
+				h.ServeHTTP(w, r)
+				return
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, r)
+			var p source.Page[source.Group[json.RawMessage]]
+			if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			for i := range p.Items {
+				if g := &p.Items[i]; len(g.Rows) > 1 && target.CompareAndSwap(nil, g.CollectionID) || target.Load() == g.CollectionID {
+					if garbage.Load() {
+						g.Rows = append([]json.RawMessage{json.RawMessage(`"x"`)}, g.Rows[1:]...)
+					}
+				}
+			}
+			_ = json.NewEncoder(w).Encode(p) // deterministic: unchanged groups keep their bytes
+		})
+	})
+	run := func() []*readmodel.Message {
+		_, err := e.in.RunCycle(context.Background())
+		require.NoError(t, err)
+		return e.pub.take()
+	}
+	first := run()
+	coll, _ := target.Load().(string)
+	require.NotEmpty(t, coll)
+	id, err := readmodel.NormalizeCollectionID(coll)
+	require.NoError(t, err)
+	full := find(first, readmodel.KindListings, readmodel.SourceOrderBook, id)
+	require.NotNil(t, full)
+
+	garbage.Store(true)
+	cut := find(run(), readmodel.KindListings, readmodel.SourceOrderBook, id)
+	require.NotNil(t, cut, "a row gone is a change")
+	require.Len(t, cut.Listings, len(full.Listings)-1)
+
+	garbage.Store(false)
+	again := find(run(), readmodel.KindListings, readmodel.SourceOrderBook, id)
+	require.NotNil(t, again, "the row is back: published again")
+	assert.Len(t, again.Listings, len(full.Listings))
 }

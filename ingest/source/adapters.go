@@ -62,10 +62,18 @@ func (c *Client) Rates(ctx context.Context) (rates map[string]float64, bad []str
 }
 
 // Listings walks GET /listings (order-book or indexer-mirror), calling fn
-// with each page's groups.
-func (c *Client) Listings(ctx context.Context, limit int, fn func(groups []RowsGroup[readmodel.RawListing]) error) error {
-	return walk(ctx, c, "/listings", nil, limit, grouped[readmodel.RawListing],
-		func(p groupedPage[readmodel.RawListing]) error { return fn(p.groups) })
+// with each page's groups, undecoded: most collections' listings do not
+// change between polls, and fn can skip decoding those (LazyGroup).
+func (c *Client) Listings(ctx context.Context, limit int, fn func(groups []LazyGroup[readmodel.RawListing]) error) error {
+	return walk(ctx, c, "/listings", nil, limit, lazyGrouped[readmodel.RawListing], fn)
+}
+
+func lazyGrouped[R any](body []byte) ([]LazyGroup[R], string, error) {
+	p, err := DecodeLazyGrouped[R](body)
+	if err != nil {
+		return nil, "", err
+	}
+	return p.Items, p.NextCursor, nil
 }
 
 // Tokens walks indexer-mirror GET /tokens?since=, calling fn with each

@@ -44,9 +44,10 @@ func TestPagingIsComplete(t *testing.T) {
 	listings := func(src readmodel.Source) walker {
 		return func(limit int) (int, error) {
 			n := 0
-			err := client(base, src, 30*time.Second).Listings(ctx, limit, func(gs []source.RowsGroup[readmodel.RawListing]) error {
+			err := client(base, src, 30*time.Second).Listings(ctx, limit, func(gs []source.LazyGroup[readmodel.RawListing]) error {
 				for _, g := range gs {
-					n += len(g.Rows) + len(g.Rejects)
+					rows, rejects := g.Decode()
+					n += len(rows) + len(rejects)
 				}
 				return nil
 			})
