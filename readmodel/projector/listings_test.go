@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/projector"
 )
 
 const (
@@ -269,4 +270,54 @@ func TestSweepRendersOnlyWhatServingCannotSkip(t *testing.T) {
 			require.Len(t, v.ExpiresAt, len(v.Items), "every stored row carries its expiry for the API")
 		})
 	}
+}
+
+// TestSweepReleasesTheLockBetweenBatches: a sweep with many due views
+// takes the write lock one batch at a time, so the consumer can apply
+// between its batches instead of waiting for the whole walk, and still
+// re-renders every due view.
+func TestSweepReleasesTheLockBetweenBatches(t *testing.T) {
+	ctx := context.Background()
+	e := mustEnv(t)
+	const collections, tokensEach = 70, 5 // 350 token views (two batches), 70 snapshots (two batches)
+	var msgs []*readmodel.Message
+	for i := 0; i < collections; i++ {
+		addr := fmt.Sprintf("0xc%03d", i)
+		id := "ethereum_" + addr
+		var rows []readmodel.ListingRow
+		var toks []readmodel.TokenDoc
+		for k := 0; k < tokensEach; k++ {
+			r := evmRow(id, addr, fmt.Sprint(k), fmt.Sprint(1+k), "NATIVE", fmt.Sprintf("o%d-%d", i, k))
+			r.ExpiresAt = tp(t0.Add(time.Minute))
+			rows = append(rows, r)
+			toks = append(toks, readmodel.TokenDoc{Chain: readmodel.Ethereum, ContractAddress: addr, TokenID: fmt.Sprint(k), CollectionID: id})
+		}
+		msgs = append(msgs, docMsg(evmDoc(id, readmodel.Ethereum, addr)),
+			listingsMsg(readmodel.SourceOrderBook, id, rows...),
+			&readmodel.Message{Kind: readmodel.KindTokens, CollectionID: id, Bucket: 1, Tokens: toks})
+	}
+	e.run(msgs...)
+
+	var batches, lockedBetween int
+	projector.SetAfterSweepBatch(e.p, func() {
+		batches++
+		if !projector.WriteLockFree(e.p) {
+			lockedBetween++
+		}
+	})
+	n, err := e.p.Sweep(ctx, t0.Add(2*time.Minute))
+	require.NoError(t, err)
+	assert.Equal(t, collections*tokensEach+collections, n, "every due token view and snapshot re-rendered")
+	assert.Equal(t, projector.SweepStats{Listings: collections, Tokens: collections * tokensEach},
+		projector.SweepStats{Listings: e.p.Swept().Listings, Tokens: e.p.Swept().Tokens})
+	assert.GreaterOrEqual(t, batches, 4, "two batches of token views and two of snapshots")
+	assert.Zero(t, lockedBetween, "the write lock is free between the sweep's batches")
+
+	last := fmt.Sprintf("0xc%03d", collections-1)
+	v, err := e.st.Listings(ctx, "ethereum_"+last, 0)
+	require.NoError(t, err)
+	assert.Empty(t, v.Items, "the last batch's snapshot was re-rendered without its expired rows")
+	tok, err := e.st.Token(ctx, readmodel.Ethereum, last, "4")
+	require.NoError(t, err)
+	assert.Nil(t, timed(t, tok.Body, t0)["listing"], "the last batch's token view was re-rendered without its listing")
 }

@@ -96,6 +96,7 @@ type Projector struct {
 	rows   atomic.Int64 // rows applied (listing, token and sale rows; 1 per other message)
 
 	sweptListings, sweptTokens, sweepNanos atomic.Int64 // see SweepStats
+	afterSweepBatch                        func()       // tests: runs after each batch of Sweep released the lock
 }
 
 // SweepStats is what the expiry sweeps have done since New: how many
@@ -691,63 +692,92 @@ func (p *Projector) renderHeldLocked(ctx context.Context) error {
 // row expiring that the API cannot just skip, such as the floor's; a
 // failing source's rows aging out: readmodel.Snapshot.Deadline). It
 // returns how many views it re-projected.
+//
+// Sweep takes the projector's write lock one batch at a time (256 token
+// views or 64 collections, each batch one transaction), so the streams go
+// on being applied between its batches: a large backlog of due views (a
+// node that was down, a store whose pages the kernel evicted) delays
+// applying by one batch, not by the whole walk. A view that a message
+// re-renders between two batches may be rendered again by the sweep, from
+// the inputs then stored; rendering is idempotent. Safe for concurrent use
+// with the background loop; the caller must not hold the write lock.
 func (p *Projector) Sweep(ctx context.Context, now time.Time) (int, error) {
-	p.applyMu.Lock()
-	defer p.applyMu.Unlock()
-	defer func(start time.Time) { p.sweepNanos.Add(int64(time.Since(start))) }(time.Now())
-	total, err := p.sweepTokens(ctx, now)
+	total, err := p.sweepTokens(ctx, now, true)
 	if err != nil {
 		return total, err
 	}
 	var at store.DueCursor
 	for {
-		due, next, err := p.st.Due(ctx, now, at, 64)
-		if err != nil || len(due) == 0 {
-			return total, err
-		}
-		at = next
-		err = p.st.Update(ctx, func(tx *store.Tx) error {
-			a := &applier{tx: tx, now: now, retention: p.opts.RowRetention}
-			for _, cid := range due {
-				if err := a.render(cid, partListings|partFloor); err != nil {
-					return err
-				}
+		n, err := p.sweepBatch(true, func() (int, error) {
+			due, next, err := p.st.Due(ctx, now, at, 64)
+			if err != nil || len(due) == 0 {
+				return 0, err
 			}
-			return nil
+			at = next
+			return len(due), p.st.Update(ctx, func(tx *store.Tx) error {
+				a := &applier{tx: tx, now: now, retention: p.opts.RowRetention}
+				for _, cid := range due {
+					if err := a.render(cid, partListings|partFloor); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
 		})
-		if err != nil {
+		if err != nil || n == 0 {
 			return total, err
 		}
-		total += len(due)
-		p.sweptListings.Add(int64(len(due)))
+		total += n
+		p.sweptListings.Add(int64(n))
 	}
 }
 
-// sweepTokens re-renders the token views whose listing expired by now.
-func (p *Projector) sweepTokens(ctx context.Context, now time.Time) (int, error) {
+// sweepTokens re-renders the token views whose listing expired by now,
+// 256 a transaction. With lock it takes the write lock for each batch;
+// without, the caller holds it.
+func (p *Projector) sweepTokens(ctx context.Context, now time.Time, lock bool) (int, error) {
 	total := 0
 	var at store.DueCursor
 	for {
-		due, next, err := p.st.DueTokens(ctx, now, at, 256)
-		if err != nil || len(due) == 0 {
-			return total, err
-		}
-		at = next
-		err = p.st.Update(ctx, func(tx *store.Tx) error {
-			a := &applier{tx: tx, now: now, tokenNow: now, retention: p.opts.RowRetention}
-			for _, k := range due {
-				if err := a.renderToken(k); err != nil {
-					return err
-				}
+		n, err := p.sweepBatch(lock, func() (int, error) {
+			due, next, err := p.st.DueTokens(ctx, now, at, 256)
+			if err != nil || len(due) == 0 {
+				return 0, err
 			}
-			return nil
+			at = next
+			return len(due), p.st.Update(ctx, func(tx *store.Tx) error {
+				a := &applier{tx: tx, now: now, tokenNow: now, retention: p.opts.RowRetention}
+				for _, k := range due {
+					if err := a.renderToken(k); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
 		})
-		if err != nil {
+		if err != nil || n == 0 {
 			return total, err
 		}
-		total += len(due)
-		p.sweptTokens.Add(int64(len(due)))
+		total += n
+		p.sweptTokens.Add(int64(n))
 	}
+}
+
+// sweepBatch runs one batch of a sweep, under the write lock if lock (the
+// caller holds it otherwise), and adds its time to the sweep total. It
+// returns how many views the batch covered (0: nothing was due).
+func (p *Projector) sweepBatch(lock bool, batch func() (int, error)) (int, error) {
+	if lock {
+		p.applyMu.Lock()
+		defer func() {
+			p.applyMu.Unlock()
+			if p.afterSweepBatch != nil {
+				p.afterSweepBatch()
+			}
+		}()
+	}
+	defer func(start time.Time) { p.sweepNanos.Add(int64(time.Since(start))) }(time.Now())
+	return batch()
 }
 
 // Settle finishes a pending full re-render, re-renders every collection's
@@ -775,7 +805,7 @@ func (p *Projector) Settle(ctx context.Context, now time.Time) error {
 	}
 	// The walk left every snapshot's deadline after now: only token views
 	// can still be due.
-	_, err := p.sweepTokens(ctx, now)
+	_, err := p.sweepTokens(ctx, now, false)
 	return err
 }
 
