@@ -707,59 +707,59 @@ func (p *Projector) Sweep(ctx context.Context, now time.Time) (int, error) {
 		return total, err
 	}
 	var at store.DueCursor
-	for {
-		n, err := p.sweepBatch(true, func() (int, error) {
-			due, next, err := p.st.Due(ctx, now, at, 64)
-			if err != nil || len(due) == 0 {
-				return 0, err
-			}
-			at = next
-			return len(due), p.st.Update(ctx, func(tx *store.Tx) error {
-				a := &applier{tx: tx, now: now, retention: p.opts.RowRetention}
-				for _, cid := range due {
-					if err := a.render(cid, partListings|partFloor); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
-		})
-		if err != nil || n == 0 {
-			return total, err
+	n, err := p.sweepAll(true, &p.sweptListings, func() (int, error) {
+		due, next, err := p.st.Due(ctx, now, at, 64)
+		if err != nil || len(due) == 0 {
+			return 0, err
 		}
-		total += n
-		p.sweptListings.Add(int64(n))
-	}
+		at = next
+		return len(due), p.st.Update(ctx, func(tx *store.Tx) error {
+			a := &applier{tx: tx, now: now, retention: p.opts.RowRetention}
+			for _, cid := range due {
+				if err := a.render(cid, partListings|partFloor); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+	return total + n, err
 }
 
 // sweepTokens re-renders the token views whose listing expired by now,
 // 256 a transaction. With lock it takes the write lock for each batch;
 // without, the caller holds it.
 func (p *Projector) sweepTokens(ctx context.Context, now time.Time, lock bool) (int, error) {
-	total := 0
 	var at store.DueCursor
-	for {
-		n, err := p.sweepBatch(lock, func() (int, error) {
-			due, next, err := p.st.DueTokens(ctx, now, at, 256)
-			if err != nil || len(due) == 0 {
-				return 0, err
-			}
-			at = next
-			return len(due), p.st.Update(ctx, func(tx *store.Tx) error {
-				a := &applier{tx: tx, now: now, tokenNow: now, retention: p.opts.RowRetention}
-				for _, k := range due {
-					if err := a.renderToken(k); err != nil {
-						return err
-					}
+	return p.sweepAll(lock, &p.sweptTokens, func() (int, error) {
+		due, next, err := p.st.DueTokens(ctx, now, at, 256)
+		if err != nil || len(due) == 0 {
+			return 0, err
+		}
+		at = next
+		return len(due), p.st.Update(ctx, func(tx *store.Tx) error {
+			a := &applier{tx: tx, now: now, tokenNow: now, retention: p.opts.RowRetention}
+			for _, k := range due {
+				if err := a.renderToken(k); err != nil {
+					return err
 				}
-				return nil
-			})
+			}
+			return nil
 		})
+	})
+}
+
+// sweepAll runs batch (see sweepBatch) until it finds nothing due,
+// adding the views it covered to counted, and returns their total.
+func (p *Projector) sweepAll(lock bool, counted *atomic.Int64, batch func() (int, error)) (int, error) {
+	total := 0
+	for {
+		n, err := p.sweepBatch(lock, batch)
 		if err != nil || n == 0 {
 			return total, err
 		}
 		total += n
-		p.sweptTokens.Add(int64(n))
+		counted.Add(int64(n))
 	}
 }
 
