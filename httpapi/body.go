@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/render"
 )
 
 // Responses are built by appending prepared bytes straight into fasthttp's
@@ -35,7 +36,7 @@ func (s *Server) appendTime(resp *fasthttp.Response, now time.Time) {
 }
 
 // appendTimed appends a TimedBody with now in its slot.
-func (s *Server) appendTimed(resp *fasthttp.Response, tb readmodel.TimedBody, now time.Time) {
+func (s *Server) appendTimed(resp *fasthttp.Response, tb render.TimedBody, now time.Time) {
 	resp.AppendBody(tb.Head)
 	if tb.Timed {
 		s.appendTime(resp, now)
@@ -101,7 +102,7 @@ func (s *Server) rememberPage(c *fiber.Ctx, key memoKey, h uint64) {
 // sales): the items, then pagination with a cursor of kind bound to bind
 // that resumes after page.Next. A page with HasMore but no position ends
 // the walk rather than minting a cursor that would restart it.
-func (s *Server) writePage(c *fiber.Ctx, page readmodel.Page, kind cursorKind, bind string, now time.Time) {
+func (s *Server) writePage(c *fiber.Ctx, page render.Page, kind cursorKind, bind string, now time.Time) {
 	resp := c.Response()
 	resp.AppendBodyString(`{"data":`)
 	appendItems(resp, page.Items)

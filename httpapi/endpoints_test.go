@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/render"
 )
 
 var listEndpoints = map[string]string{
@@ -72,7 +73,7 @@ func TestLimitParam(t *testing.T) {
 func TestCursorRejections(t *testing.T) {
 	h := MustHarness(t, func(c *Config) { c.CursorTTL = time.Hour })
 	h.r.putListings(otherID, listingsView(1, 30, nil))
-	h.r.collections[otherID] = readmodel.CollectionView{ID: otherID, Chain: readmodel.Base, HasContract: true, Version: 1, Detail: detailJSON}
+	h.r.collections[otherID] = render.CollectionView{ID: otherID, Chain: readmodel.Base, HasContract: true, Version: 1, Detail: detailJSON}
 	h.r.sales[otherID] = h.r.sales[testID]
 	mint := func(path string) string {
 		t.Helper()
@@ -251,7 +252,7 @@ func TestFloor(t *testing.T) {
 	})
 	t.Run("last-good buyerFloor ages out to the fallback", func(t *testing.T) {
 		h := MustHarness(t, nil)
-		h.r.floors[testID] = readmodel.FloorView{
+		h.r.floors[testID] = render.FloorView{
 			Version: 9, Body: floorBody(testID, "1050000000000000000", true),
 			FallbackAfter: t0.Add(10 * time.Minute), Fallback: floorBody(testID, "", false),
 		}

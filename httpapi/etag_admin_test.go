@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/render"
 )
 
 // TestETag: an ETag from the view version; a matching If-None-Match is 304
@@ -74,7 +75,7 @@ func TestETag(t *testing.T) {
 	})
 	t.Run("the same slug re-pointed is a new tag", func(t *testing.T) {
 		h := MustHarness(t, nil)
-		h.r.collections[otherID] = readmodel.CollectionView{ID: otherID, Chain: readmodel.Base, HasContract: true, Version: 3, Detail: detailJSON}
+		h.r.collections[otherID] = render.CollectionView{ID: otherID, Chain: readmodel.Base, HasContract: true, Version: 3, Detail: detailJSON}
 		tag := h.get("/v1/collections/" + testSlug).header.Get("ETag")
 		h.r.aliases[testSlug] = otherID
 		assert.Equal(t, 200, h.get("/v1/collections/"+testSlug, "If-None-Match", tag).status)

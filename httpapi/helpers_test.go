@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/render"
 )
 
 // fakeReader is an in-memory Reader. Tests fill its maps; errs overrides a
@@ -29,11 +30,11 @@ import (
 type fakeReader struct {
 	mu          sync.Mutex
 	aliases     map[string]string // any {id} form → canonical
-	collections map[string]readmodel.CollectionView
-	floors      map[string]readmodel.FloorView
+	collections map[string]render.CollectionView
+	floors      map[string]render.FloorView
 	// listings holds every version still "held" per collection; current is
 	// the highest.
-	listings map[string]map[uint64]readmodel.ListingsView
+	listings map[string]map[uint64]render.ListingsView
 	current  map[string]uint64
 	sales    map[string][][]byte // oldest first; positions are sale indexes
 	salesVer uint64
@@ -42,7 +43,7 @@ type fakeReader struct {
 	// was cut, SPEC sales rule 2) while keeping the position.
 	salesDrop bool
 	browse    map[string][][]byte // key sort|chain
-	tokens    map[string]readmodel.TokenView
+	tokens    map[string]render.TokenView
 	errs      map[string]error
 	calls     map[string]int
 
@@ -53,14 +54,14 @@ type fakeReader struct {
 func newFakeReader() *fakeReader {
 	return &fakeReader{
 		aliases:     map[string]string{},
-		collections: map[string]readmodel.CollectionView{},
-		floors:      map[string]readmodel.FloorView{},
-		listings:    map[string]map[uint64]readmodel.ListingsView{},
+		collections: map[string]render.CollectionView{},
+		floors:      map[string]render.FloorView{},
+		listings:    map[string]map[uint64]render.ListingsView{},
 		current:     map[string]uint64{},
 		sales:       map[string][][]byte{},
 		salesVer:    1,
 		browse:      map[string][][]byte{},
-		tokens:      map[string]readmodel.TokenView{},
+		tokens:      map[string]render.TokenView{},
 		errs:        map[string]error{},
 		calls:       map[string]int{},
 	}
@@ -100,9 +101,9 @@ func (f *fakeReader) ResolveCollection(_ context.Context, id string) (string, er
 	return "", readmodel.Errorf(readmodel.NotFound, "collection %q not found", id)
 }
 
-func (f *fakeReader) Collection(_ context.Context, id string) (readmodel.CollectionView, error) {
+func (f *fakeReader) Collection(_ context.Context, id string) (render.CollectionView, error) {
 	if err := f.enter("Collection"); err != nil {
-		return readmodel.CollectionView{}, err
+		return render.CollectionView{}, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -113,9 +114,9 @@ func (f *fakeReader) Collection(_ context.Context, id string) (readmodel.Collect
 	return cv, nil
 }
 
-func (f *fakeReader) Floor(_ context.Context, id string) (readmodel.FloorView, error) {
+func (f *fakeReader) Floor(_ context.Context, id string) (render.FloorView, error) {
 	if err := f.enter("Floor"); err != nil {
-		return readmodel.FloorView{}, err
+		return render.FloorView{}, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -126,9 +127,9 @@ func (f *fakeReader) Floor(_ context.Context, id string) (readmodel.FloorView, e
 	return fv, nil
 }
 
-func (f *fakeReader) Listings(_ context.Context, id string, version uint64) (readmodel.ListingsView, error) {
+func (f *fakeReader) Listings(_ context.Context, id string, version uint64) (render.ListingsView, error) {
 	if err := f.enter("Listings"); err != nil {
-		return readmodel.ListingsView{}, err
+		return render.ListingsView{}, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -140,11 +141,11 @@ func (f *fakeReader) Listings(_ context.Context, id string, version uint64) (rea
 }
 
 // putListings stores a new snapshot version of id and makes it current.
-func (f *fakeReader) putListings(id string, lv readmodel.ListingsView) {
+func (f *fakeReader) putListings(id string, lv render.ListingsView) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.listings[id] == nil {
-		f.listings[id] = map[uint64]readmodel.ListingsView{}
+		f.listings[id] = map[uint64]render.ListingsView{}
 	}
 	f.listings[id][lv.Version] = lv
 	f.current[id] = lv.Version
@@ -158,9 +159,9 @@ func (f *fakeReader) dropListingsVersion(id string, v uint64) {
 
 // Sales pages newest first; the position is the index of the next (older)
 // sale to serve, "s<n>".
-func (f *fakeReader) Sales(_ context.Context, id string, after string, limit int) (readmodel.Page, error) {
+func (f *fakeReader) Sales(_ context.Context, id string, after string, limit int) (render.Page, error) {
 	if err := f.enter("Sales"); err != nil {
-		return readmodel.Page{}, err
+		return render.Page{}, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -169,11 +170,11 @@ func (f *fakeReader) Sales(_ context.Context, id string, after string, limit int
 	if after != "" {
 		n, err := strconv.Atoi(strings.TrimPrefix(after, "s"))
 		if !strings.HasPrefix(after, "s") || err != nil || n < 0 || n >= len(all) {
-			return readmodel.Page{}, readmodel.Errorf(readmodel.BadRequest, "sales cursor position no longer resolves")
+			return render.Page{}, readmodel.Errorf(readmodel.BadRequest, "sales cursor position no longer resolves")
 		}
 		start = n
 	}
-	p := readmodel.Page{Version: f.salesVer, USD: f.pageUSD}
+	p := render.Page{Version: f.salesVer, USD: f.pageUSD}
 	i := start
 	for ; i >= 0 && len(p.Items) < limit; i-- {
 		p.Items = append(p.Items, all[i])
@@ -187,9 +188,9 @@ func (f *fakeReader) Sales(_ context.Context, id string, after string, limit int
 	return p, nil
 }
 
-func (f *fakeReader) Browse(_ context.Context, sort readmodel.Sort, chain readmodel.Chain, after string, limit int) (readmodel.Page, error) {
+func (f *fakeReader) Browse(_ context.Context, sort readmodel.Sort, chain readmodel.Chain, after string, limit int) (render.Page, error) {
 	if err := f.enter("Browse"); err != nil {
-		return readmodel.Page{}, err
+		return render.Page{}, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -199,21 +200,21 @@ func (f *fakeReader) Browse(_ context.Context, sort readmodel.Sort, chain readmo
 	if after != "" {
 		n, err := strconv.Atoi(after)
 		if err != nil || n < 0 || n > len(all) {
-			return readmodel.Page{}, readmodel.Errorf(readmodel.BadRequest, "bad position")
+			return render.Page{}, readmodel.Errorf(readmodel.BadRequest, "bad position")
 		}
 		start = n
 	}
 	end := min(start+limit, len(all))
-	p := readmodel.Page{Version: 7, USD: f.pageUSD, Items: all[start:end]}
+	p := render.Page{Version: 7, USD: f.pageUSD, Items: all[start:end]}
 	if end < len(all) {
 		p.HasMore, p.Next = true, strconv.Itoa(end)
 	}
 	return p, nil
 }
 
-func (f *fakeReader) Token(_ context.Context, chain readmodel.Chain, address, tokenID string) (readmodel.TokenView, error) {
+func (f *fakeReader) Token(_ context.Context, chain readmodel.Chain, address, tokenID string) (render.TokenView, error) {
 	if err := f.enter("Token"); err != nil {
-		return readmodel.TokenView{}, err
+		return render.TokenView{}, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -276,12 +277,12 @@ const (
 
 var detailJSON = []byte(`{"id":"` + testID + `","chain":"ethereum","contractAddress":"` + testContract + `","name":"Cool","slug":"cool-cats","image":null,"banner":null,"description":null,"tokenStandard":"ERC721","royaltyBps":500,"stats":{"floor":{"raw":"1000000000000000000","decimal":1,"currency":"ETH","usd":null},"volume":{"allTime":10,"sevenDay":null,"twentyFourHour":null},"sales":{"allTime":3,"sevenDay":null,"twentyFourHour":null},"supply":100,"owners":null,"listedCount":null},"stale":false}`)
 
-func floorBody(id string, buyer string, stale bool) readmodel.TimedBody {
+func floorBody(id string, buyer string, stale bool) render.TimedBody {
 	bf := "null"
 	if buyer != "" {
 		bf = `{"raw":"` + buyer + `","decimal":1.05,"currency":"ETH","usd":null}`
 	}
-	return readmodel.TimedBody{
+	return render.TimedBody{
 		Head:  []byte(`{"collectionId":"` + id + `","askFloor":{"raw":"1000000000000000000","decimal":1,"currency":"ETH","usd":3000},"buyerFloor":` + bf + `,"aggregated":true,"updatedAt":"`),
 		Tail:  []byte(`","stale":` + strconv.FormatBool(stale) + `}`),
 		Timed: true,
@@ -293,13 +294,13 @@ func floorBody(id string, buyer string, stale bool) readmodel.TimedBody {
 func seed(r *fakeReader) {
 	r.aliases[testSlug] = testID
 	r.aliases[testContract] = testID
-	r.collections[testID] = readmodel.CollectionView{ID: testID, Chain: readmodel.Ethereum, HasContract: true, Version: 3, Detail: detailJSON}
-	r.collections[noChainID] = readmodel.CollectionView{ID: noChainID, Chain: "", HasContract: true, Version: 1, Detail: bytes.ReplaceAll(detailJSON, []byte(`"chain":"ethereum"`), []byte(`"chain":null`))}
-	r.collections[noContractID] = readmodel.CollectionView{ID: noContractID, Chain: readmodel.Ethereum, HasContract: false, Version: 1, Detail: detailJSON}
-	r.floors[testID] = readmodel.FloorView{Version: 5, Body: floorBody(testID, "1050000000000000000", false)}
-	r.floors[noContractID] = readmodel.FloorView{Version: 5, Body: floorBody(noContractID, "", false)}
+	r.collections[testID] = render.CollectionView{ID: testID, Chain: readmodel.Ethereum, HasContract: true, Version: 3, Detail: detailJSON}
+	r.collections[noChainID] = render.CollectionView{ID: noChainID, Chain: "", HasContract: true, Version: 1, Detail: bytes.ReplaceAll(detailJSON, []byte(`"chain":"ethereum"`), []byte(`"chain":null`))}
+	r.collections[noContractID] = render.CollectionView{ID: noContractID, Chain: readmodel.Ethereum, HasContract: false, Version: 1, Detail: detailJSON}
+	r.floors[testID] = render.FloorView{Version: 5, Body: floorBody(testID, "1050000000000000000", false)}
+	r.floors[noContractID] = render.FloorView{Version: 5, Body: floorBody(noContractID, "", false)}
 	r.putListings(testID, listingsView(1, 30, nil))
-	r.putListings(noContractID, readmodel.ListingsView{Version: 1, StaleSources: nil})
+	r.putListings(noContractID, render.ListingsView{Version: 1, StaleSources: nil})
 	for i := 0; i < 12; i++ {
 		r.sales[testID] = append(r.sales[testID], saleItem(testID, i))
 	}
@@ -312,8 +313,8 @@ func seed(r *fakeReader) {
 
 // listingsView is version v with n ascending items "o<v>-<i>"; exp gives
 // per-item expiry (nil: none).
-func listingsView(v uint64, n int, exp func(i int) int64) readmodel.ListingsView {
-	lv := readmodel.ListingsView{Version: v}
+func listingsView(v uint64, n int, exp func(i int) int64) render.ListingsView {
+	lv := render.ListingsView{Version: v}
 	for i := 0; i < n; i++ {
 		lv.Items = append(lv.Items, evmItem(testID, testContract, i, strconv.Itoa(1000+i), float64(1000+i)/1e18, fmt.Sprintf("o%d-%d", v, i)))
 		var e int64
@@ -496,15 +497,15 @@ func pagination(t testing.TB, r result) (next string, hasMore bool) {
 }
 
 // tokenView is an EVM token detail listed natively (no time slot) at version v.
-func tokenView(v uint64) readmodel.TokenView {
+func tokenView(v uint64) render.TokenView {
 	item := string(evmItem(testID, testContract, 1, "1000", 1e-15, "ethereum_"+testContract+"_1_1700000000000"))
-	return readmodel.TokenView{Version: v, Body: readmodel.TimedBody{Head: []byte(`{"chain":"ethereum","contractAddress":"` + testContract + `","tokenId":"1","mint":null,"collectionId":"` + testID + `","name":"#1","image":null,"rarity":{"rank":null},"owner":{"address":"0x00000000000000000000000000000000000000aa","kind":"wallet","label":null},"listing":` + item + `,"lastSale":null}`)}}
+	return render.TokenView{Version: v, Body: render.TimedBody{Head: []byte(`{"chain":"ethereum","contractAddress":"` + testContract + `","tokenId":"1","mint":null,"collectionId":"` + testID + `","name":"#1","image":null,"rarity":{"rank":null},"owner":{"address":"0x00000000000000000000000000000000000000aa","kind":"wallet","label":null},"listing":` + item + `,"lastSale":null}`)}}
 }
 
 // overlayTokenView is a Solana token whose overlay listing timestamp is the
 // time slot.
-func overlayTokenView(v uint64) readmodel.TokenView {
-	return readmodel.TokenView{Version: v, Body: readmodel.TimedBody{
+func overlayTokenView(v uint64) render.TokenView {
+	return render.TokenView{Version: v, Body: render.TimedBody{
 		Head:  []byte(`{"chain":"solana","contractAddress":null,"tokenId":null,"mint":"` + solAsset + `","collectionId":"solana_x","name":null,"image":null,"rarity":{"rank":4},"owner":{"address":"seller1","kind":"wallet","label":null},"listing":{"chain":"solana","contractAddress":null,"tokenId":null,"mint":"` + solAsset + `","collectionId":"solana_x","price":{"raw":"5","decimal":5e-9,"currency":"SOL","usd":null},"seller":"seller1","buyer":null,"marketplace":"tensor","status":"active","expiresAt":null,"timestamp":"`),
 		Tail:  []byte(`","orderId":"abc","tx":null},"lastSale":{"price":{"raw":"7","decimal":7e-9,"currency":"SOL","usd":null}}}`),
 		Timed: true,

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/render"
 )
 
 func orderIDs(t testing.TB, r result) []string {
@@ -140,21 +141,21 @@ func TestListingsDegradation(t *testing.T) {
 	tests := []struct {
 		name      string
 		id        string
-		view      readmodel.ListingsView
+		view      render.ListingsView
 		status    int
 		meta      []any // nil: meta absent
 		wantItems int
 	}{
 		{"healthy", testID, listingsView(2, 3, nil), 200, nil, 3},
-		{"healthy and empty: no meta", testID, readmodel.ListingsView{Version: 2}, 200, nil, 0},
+		{"healthy and empty: no meta", testID, render.ListingsView{Version: 2}, 200, nil, 0},
 		{"order book failed", testID, withStale(listingsView(2, 3, nil), false, ob), 200, []any{"order-book"}, 3},
 		{"mirror failed", testID, withStale(listingsView(2, 3, nil), false, im), 200, []any{"indexer-mirror"}, 3},
-		{"mirror failed, empty", testID, withStale(readmodel.ListingsView{Version: 2}, false, im), 200, []any{"indexer-mirror"}, 0},
+		{"mirror failed, empty", testID, withStale(render.ListingsView{Version: 2}, false, im), 200, []any{"indexer-mirror"}, 0},
 		{"all failed with last-good rows", testID, withStale(listingsView(2, 3, nil), true, ob, im), 200, []any{"order-book", "indexer-mirror"}, 3},
-		{"all failed, nothing known", testID, withStale(readmodel.ListingsView{Version: 2}, true, ob, im), 502, nil, 0},
+		{"all failed, nothing known", testID, withStale(render.ListingsView{Version: 2}, true, ob, im), 502, nil, 0},
 		{"all failed, every row expired", testID, withStale(listingsView(2, 3, func(int) int64 { return t0.UnixMilli() - 1 }), true, ob, im), 502, nil, 0},
-		{"no contract: order-book stale", noContractID, withStale(readmodel.ListingsView{Version: 2}, false, ob), 200, []any{"order-book"}, 0},
-		{"no contract and mirror failed: 502", noContractID, withStale(readmodel.ListingsView{Version: 2}, true, ob, im), 502, nil, 0},
+		{"no contract: order-book stale", noContractID, withStale(render.ListingsView{Version: 2}, false, ob), 200, []any{"order-book"}, 0},
+		{"no contract and mirror failed: 502", noContractID, withStale(render.ListingsView{Version: 2}, true, ob, im), 502, nil, 0},
 		{"no chain: 404", noChainID, listingsView(2, 3, nil), 404, nil, 0},
 	}
 	for _, tc := range tests {
@@ -193,7 +194,7 @@ func TestListingsDegradation(t *testing.T) {
 	})
 }
 
-func withStale(lv readmodel.ListingsView, all bool, s ...readmodel.Source) readmodel.ListingsView {
+func withStale(lv render.ListingsView, all bool, s ...readmodel.Source) render.ListingsView {
 	lv.StaleSources, lv.AllFailed = s, all
 	return lv
 }

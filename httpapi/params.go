@@ -7,6 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/render"
 )
 
 const (
@@ -87,23 +88,23 @@ func pathParamView(c *fiber.Ctx, name string) (v string, escaped, ok bool) {
 // resolve resolves the {id} path parameter to a canonical id and its
 // collection view. An id over 200 characters is not found without a
 // lookup.
-func (s *Server) resolve(c *fiber.Ctx) (readmodel.CollectionView, error) {
+func (s *Server) resolve(c *fiber.Ctx) (render.CollectionView, error) {
 	raw := c.Params("id")
 	if len(raw) > 3*maxIDLen {
-		return readmodel.CollectionView{}, errCollection
+		return render.CollectionView{}, errCollection
 	}
 	id, ok := pathParam(c, "id")
 	if !ok || id == "" || len(id) > maxIDLen {
-		return readmodel.CollectionView{}, errCollection
+		return render.CollectionView{}, errCollection
 	}
 	ctx := c.UserContext()
 	canon, err := s.r.ResolveCollection(ctx, id)
 	if err != nil {
-		return readmodel.CollectionView{}, err
+		return render.CollectionView{}, err
 	}
 	cv, err := s.r.Collection(ctx, canon)
 	if err != nil {
-		return readmodel.CollectionView{}, err
+		return render.CollectionView{}, err
 	}
 	if cv.ID == "" {
 		cv.ID = canon

@@ -23,6 +23,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/render"
 )
 
 // Reader is the reads the public API needs. readmodel/store implements it.
@@ -35,25 +36,25 @@ type Reader interface {
 	// the canonical document id; NotFound if none.
 	ResolveCollection(ctx context.Context, id string) (string, error)
 	// Collection returns the prepared detail of a canonical id.
-	Collection(ctx context.Context, id string) (readmodel.CollectionView, error)
+	Collection(ctx context.Context, id string) (render.CollectionView, error)
 	// Floor returns the prepared floor response of a canonical id.
-	Floor(ctx context.Context, id string) (readmodel.FloorView, error)
+	Floor(ctx context.Context, id string) (render.FloorView, error)
 	// Listings returns the listing snapshot of version (0 = current); when
 	// that version is no longer held it returns the current one (compare
 	// view.Version).
-	Listings(ctx context.Context, id string, version uint64) (readmodel.ListingsView, error)
+	Listings(ctx context.Context, id string, version uint64) (render.ListingsView, error)
 	// Sales returns up to limit sales, newest first, after the position
 	// after ("" = newest; else a Page.Next). BadRequest if after is
 	// unresolvable.
-	Sales(ctx context.Context, id string, after string, limit int) (readmodel.Page, error)
+	Sales(ctx context.Context, id string, after string, limit int) (render.Page, error)
 	// Browse returns up to limit collection summaries in sort order
 	// (native-launched first), restricted to chain unless chain is "".
-	Browse(ctx context.Context, sort readmodel.Sort, chain readmodel.Chain, after string, limit int) (readmodel.Page, error)
+	Browse(ctx context.Context, sort readmodel.Sort, chain readmodel.Chain, after string, limit int) (render.Page, error)
 	// Token returns a token's prepared detail. address is EVM lowercase or
 	// the Solana collection mint as given. address and tokenID may be
 	// views of the request, valid only during the call: an implementation
 	// copies what it keeps.
-	Token(ctx context.Context, chain readmodel.Chain, address, tokenID string) (readmodel.TokenView, error)
+	Token(ctx context.Context, chain readmodel.Chain, address, tokenID string) (render.TokenView, error)
 }
 
 // Config configures the public API. The zero value of every field has a

@@ -10,6 +10,7 @@ import (
 
 	"github.com/marketd/marketd/ingest/source"
 	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/normalize"
 )
 
 // cycle is one run's working state. Its pending maps are recorded on the
@@ -148,7 +149,7 @@ func (c *cycle) reject(key string, err error, n int) {
 	if s.Rejected == nil {
 		s.Rejected = map[string]int{}
 	}
-	s.Rejected[string(readmodel.ReasonOf(err))] += n
+	s.Rejected[string(normalize.ReasonOf(err))] += n
 }
 
 func (c *cycle) rejectAll(key string, errs []error) {
@@ -274,16 +275,16 @@ func (c *cycle) pollCollections(ctx context.Context) {
 	key := string(src)
 	var list []collInfo
 	seen := map[string]bool{}
-	err := c.in.clients[src].Collections(ctx, c.in.cfg.PageLimit, func(page source.Rows[readmodel.RawCollection]) error {
+	err := c.in.clients[src].Collections(ctx, c.in.cfg.PageLimit, func(page source.Rows[normalize.RawCollection]) error {
 		c.rejectAll(key, page.Rejects)
 		for _, rc := range page.Rows {
-			d, err := readmodel.NormalizeCollection(rc)
+			d, err := normalize.Collection(rc)
 			if err != nil {
 				c.reject(key, err, 1)
 				continue
 			}
 			if seen[d.ID] {
-				c.reject(key, &readmodel.RejectError{Reason: readmodel.RejectBadField, Field: "id", Detail: "duplicate"}, 1)
+				c.reject(key, &normalize.RejectError{Reason: normalize.RejectBadField, Field: "id", Detail: "duplicate"}, 1)
 				continue
 			}
 			seen[d.ID] = true
@@ -316,9 +317,9 @@ func (c *cycle) pollRates(ctx context.Context) {
 	key := string(src)
 	rates, bad, err := c.in.clients[src].Rates(ctx)
 	if err == nil {
-		norm, rejected := readmodel.NormalizeRates(rates)
+		norm, rejected := normalize.Rates(rates)
 		if n := len(bad) + len(rejected); n > 0 {
-			c.reject(key, &readmodel.RejectError{Reason: readmodel.RejectBadPrice, Field: "rates"}, n)
+			c.reject(key, &normalize.RejectError{Reason: normalize.RejectBadPrice, Field: "rates"}, n)
 		}
 		c.accept(key, len(norm))
 		msg := &readmodel.Message{Kind: readmodel.KindRates, Source: src, Rates: norm}
@@ -335,9 +336,9 @@ func (c *cycle) pollRates(ctx context.Context) {
 // groupID validates a group's collection id against this cycle's list;
 // n() rows are rejected with the reason when it fails.
 func (c *cycle) groupID(key, raw string, n func() int) (string, bool) {
-	id, err := readmodel.NormalizeCollectionID(raw)
+	id, err := normalize.CollectionID(raw)
 	if err == nil && c.known != nil && !c.known[id] {
-		err = &readmodel.RejectError{Reason: readmodel.RejectUnknownCollect, Field: "collectionId"}
+		err = &normalize.RejectError{Reason: normalize.RejectUnknownCollect, Field: "collectionId"}
 	}
 	if err != nil {
 		c.reject(key, err, max(n(), 1))
@@ -437,7 +438,7 @@ func (c *cycle) unchanged(key string) {
 // collections): their groups are recognized by their bytes
 // (unchangedListings) and neither decoded nor normalized, which were
 // most of a listings poll's CPU.
-func (c *cycle) listingsGroup(ctx context.Context, src readmodel.Source, key string, keep int, id string, g source.LazyGroup[readmodel.RawListing], now time.Time) error {
+func (c *cycle) listingsGroup(ctx context.Context, src readmodel.Source, key string, keep int, id string, g source.LazyGroup[normalize.RawListing], now time.Time) error {
 	msg := &readmodel.Message{Kind: readmodel.KindListings, Source: src, CollectionID: id}
 	subj := subject(msg)
 	raw := sum16(g.Raw)
@@ -452,7 +453,7 @@ func (c *cycle) listingsGroup(ctx context.Context, src readmodel.Source, key str
 	rows := make([]readmodel.ListingRow, 0, len(raws))
 	var minExp int64
 	for i := range raws {
-		r, err := readmodel.NormalizeListing(src, raws[i], now)
+		r, err := normalize.Listing(src, raws[i], now)
 		if err != nil {
 			c.reject(key, err, 1)
 			clean = false
@@ -492,7 +493,7 @@ func (c *cycle) pollListings(ctx context.Context, src readmodel.Source) {
 		keep = MirrorKeep
 	}
 	seen := map[string]bool{}
-	err := c.in.clients[src].Listings(ctx, c.in.cfg.PageLimit, func(groups []source.LazyGroup[readmodel.RawListing]) error {
+	err := c.in.clients[src].Listings(ctx, c.in.cfg.PageLimit, func(groups []source.LazyGroup[normalize.RawListing]) error {
 		now := c.in.now().UTC()
 		for _, g := range groups {
 			id, ok := c.groupID(key, g.CollectionID, func() int { rows, rejects := g.Decode(); return len(rows) + len(rejects) })
@@ -538,7 +539,7 @@ func (c *cycle) pollTokens(ctx context.Context) {
 	began := time.Now()
 	src := readmodel.SourceIndexerMirror
 	key := TokensPoll
-	wm, err := c.in.clients[src].Tokens(ctx, c.in.tokWM, c.in.cfg.PageLimit, func(groups []source.RowsGroup[readmodel.RawToken]) error {
+	wm, err := c.in.clients[src].Tokens(ctx, c.in.tokWM, c.in.cfg.PageLimit, func(groups []source.RowsGroup[normalize.RawToken]) error {
 		now := c.in.now().UTC()
 		for _, g := range groups {
 			id, ok := c.groupID(key, g.CollectionID, func() int { return len(g.Rows) + len(g.Rejects) })
@@ -548,7 +549,7 @@ func (c *cycle) pollTokens(ctx context.Context) {
 			c.rejectAll(key, g.Rejects)
 			docs := make([]readmodel.TokenDoc, 0, len(g.Rows))
 			for i := range g.Rows {
-				d, err := readmodel.NormalizeToken(g.Rows[i], now)
+				d, err := normalize.Token(g.Rows[i], now)
 				if err != nil {
 					c.reject(key, err, 1)
 					continue
@@ -636,8 +637,8 @@ func pollFlat[R any](ctx context.Context, c *cycle, src readmodel.Source,
 
 func (c *cycle) pollStats(ctx context.Context) {
 	pollFlat(ctx, c, readmodel.SourceIndexerStats, c.in.clients[readmodel.SourceIndexerStats].Stats,
-		func(rs *readmodel.RawStats) (string, *readmodel.Message, [16]byte, error) {
-			id, st, err := readmodel.NormalizeStats(*rs)
+		func(rs *normalize.RawStats) (string, *readmodel.Message, [16]byte, error) {
+			id, st, err := normalize.Stats(*rs)
 			if err != nil {
 				return "", nil, [16]byte{}, err
 			}
@@ -647,8 +648,8 @@ func (c *cycle) pollStats(ctx context.Context) {
 
 func (c *cycle) pollAnalytics(ctx context.Context) {
 	pollFlat(ctx, c, readmodel.SourceAnalytics, c.in.clients[readmodel.SourceAnalytics].Analytics,
-		func(ra *readmodel.RawAnalytics) (string, *readmodel.Message, [16]byte, error) {
-			id, a, err := readmodel.NormalizeAnalytics(*ra)
+		func(ra *normalize.RawAnalytics) (string, *readmodel.Message, [16]byte, error) {
+			id, a, err := normalize.Analytics(*ra)
 			if err != nil {
 				return "", nil, [16]byte{}, err
 			}
@@ -661,18 +662,18 @@ func (c *cycle) pollSales(ctx context.Context) {
 	src := readmodel.SourceSales
 	key := string(src)
 	batch := uint32(0)
-	next, err := c.in.clients[src].Sales(ctx, c.in.salesAt, c.in.cfg.PageLimit, func(page source.Rows[readmodel.RawSale], _ string) error {
+	next, err := c.in.clients[src].Sales(ctx, c.in.salesAt, c.in.cfg.PageLimit, func(page source.Rows[normalize.RawSale], _ string) error {
 		by := map[string][]readmodel.SaleRow{}
 		var order []string
 		c.rejectAll(key, page.Rejects)
 		for i := range page.Rows {
-			s, err := readmodel.NormalizeSale(page.Rows[i])
+			s, err := normalize.Sale(page.Rows[i])
 			if err != nil {
 				c.reject(key, err, 1)
 				continue
 			}
 			if c.known != nil && !c.known[s.CollectionID] {
-				c.reject(key, &readmodel.RejectError{Reason: readmodel.RejectUnknownCollect, Field: "collectionId"}, 1)
+				c.reject(key, &normalize.RejectError{Reason: normalize.RejectUnknownCollect, Field: "collectionId"}, 1)
 				continue
 			}
 			if _, ok := by[s.CollectionID]; !ok {

@@ -21,6 +21,7 @@ import (
 	"github.com/marketd/marketd/ingest/sim"
 	"github.com/marketd/marketd/ingest/source"
 	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/normalize"
 )
 
 var anchor = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
@@ -193,7 +194,7 @@ func TestRunCycleFirstPublishesEverything(t *testing.T) {
 
 	// Mirror: legacy brand prefix stripped; escrow never a seller.
 	for _, r := range find(msgs, readmodel.KindListings, readmodel.SourceIndexerMirror, e.edge[sim.EdgeLegacySolanaIDs]).Listings {
-		assert.False(t, strings.HasPrefix(r.OrderID, readmodel.LegacyOrderIDPrefix))
+		assert.False(t, strings.HasPrefix(r.OrderID, normalize.LegacyOrderIDPrefix))
 		assert.NotEqual(t, sim.EscrowWallet, r.Seller)
 	}
 
@@ -241,7 +242,7 @@ func TestRunCycleFirstPublishesEverything(t *testing.T) {
 	for _, m := range sales {
 		assert.LessOrEqual(t, len(m.Sales), ingest.SalesBatch)
 		for _, s := range m.Sales {
-			if s.Timestamp.Before(readmodel.SaleTimestampCutoff) {
+			if s.Timestamp.Before(normalize.SaleTimestampCutoff) {
 				legacy++
 			}
 		}
@@ -708,7 +709,7 @@ func TestListingsRepublishedWhenBytesReturn(t *testing.T) {
 	first := run()
 	coll, _ := target.Load().(string)
 	require.NotEmpty(t, coll)
-	id, err := readmodel.NormalizeCollectionID(coll)
+	id, err := normalize.CollectionID(coll)
 	require.NoError(t, err)
 	full := find(first, readmodel.KindListings, readmodel.SourceOrderBook, id)
 	require.NotNil(t, full)

@@ -60,12 +60,3 @@ func AssetKey(c Chain, contract, tokenID, mint string) string {
 	}
 	return string(c) + "|" + contract + "|" + tokenID
 }
-
-// StrPtr returns nil for "" and &s otherwise: the null rule of every
-// nullable string field.
-func StrPtr(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}

@@ -105,15 +105,6 @@ type Analytics struct {
 	SalesAllTime  *int64   `json:"salesAllTime,omitempty"`
 }
 
-// OwnerKind is TokenDetail.owner.kind.
-type OwnerKind string
-
-const (
-	OwnerWallet  OwnerKind = "wallet"
-	OwnerCustody OwnerKind = "custody"
-	OwnerUnknown OwnerKind = "unknown"
-)
-
 // TokenDoc is the indexer mirror's view of one token. Owner rules are applied
 // at projection, where the native order book is known.
 type TokenDoc struct {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/marketd/marketd/ingest/source"
 	"github.com/marketd/marketd/internal/jsontest"
-	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/normalize"
 )
 
 // TestWriteJSONMatchesStd: writeJSON's library writes exactly the bytes
@@ -22,12 +22,12 @@ import (
 func TestWriteJSONMatchesStd(t *testing.T) {
 	r := rand.New(rand.NewSource(20261123))
 	answers := []any{
-		source.Page[readmodel.RawCollection]{},
-		source.Page[source.Group[readmodel.RawListing]]{},
-		source.Page[source.Group[readmodel.RawToken]]{},
-		source.Page[readmodel.RawStats]{},
-		source.Page[readmodel.RawAnalytics]{},
-		source.Page[readmodel.RawSale]{},
+		source.Page[normalize.RawCollection]{},
+		source.Page[source.Group[normalize.RawListing]]{},
+		source.Page[source.Group[normalize.RawToken]]{},
+		source.Page[normalize.RawStats]{},
+		source.Page[normalize.RawAnalytics]{},
+		source.Page[normalize.RawSale]{},
 		map[string]float64{},
 		map[string]string{},
 	}

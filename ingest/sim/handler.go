@@ -15,6 +15,7 @@ import (
 
 	"github.com/marketd/marketd/ingest/source"
 	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/normalize"
 )
 
 // Default page sizes (rows per page) when the client sends no limit.
@@ -199,7 +200,7 @@ func (s *Sim) serveCollections(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var p source.Page[readmodel.RawCollection]
+	var p source.Page[normalize.RawCollection]
 	for ; c < s.opts.Collections && len(p.Items) < limit; c++ {
 		k := s.m.coll(c)
 		p.Items = append(p.Items, s.m.document(&k))
@@ -220,10 +221,10 @@ func (s *Sim) serveListings(w http.ResponseWriter, r *http.Request, mirror bool)
 	if err != nil {
 		return err
 	}
-	var p source.Page[source.Group[readmodel.RawListing]]
+	var p source.Page[source.Group[normalize.RawListing]]
 	for rows := 0; c < s.opts.Collections && rows < limit; c++ {
 		k := s.m.coll(c)
-		var rs []readmodel.RawListing
+		var rs []normalize.RawListing
 		if mirror {
 			rs = s.m.mirrorRows(&k, t)
 		} else {
@@ -232,7 +233,7 @@ func (s *Sim) serveListings(w http.ResponseWriter, r *http.Request, mirror bool)
 		if len(rs) == 0 {
 			continue
 		}
-		p.Items = append(p.Items, source.Group[readmodel.RawListing]{CollectionID: k.id, Rows: rs})
+		p.Items = append(p.Items, source.Group[normalize.RawListing]{CollectionID: k.id, Rows: rs})
 		rows += len(rs)
 	}
 	p.NextCursor = next(t, c, s.opts.Collections)
@@ -255,13 +256,13 @@ func (s *Sim) serveTokens(w http.ResponseWriter, r *http.Request) error {
 			since = n
 		}
 	}
-	p := source.Page[source.Group[readmodel.RawToken]]{Watermark: strconv.FormatInt(t, 10)}
+	p := source.Page[source.Group[normalize.RawToken]]{Watermark: strconv.FormatInt(t, 10)}
 	for rows := 0; c < s.opts.Collections && rows < limit; c++ {
 		k := s.m.coll(c)
 		if k.tokens == 0 || (since >= 0 && !k.changedSince(since, t)) {
 			continue
 		}
-		g := source.Group[readmodel.RawToken]{CollectionID: k.id, Rows: make([]readmodel.RawToken, k.tokens)}
+		g := source.Group[normalize.RawToken]{CollectionID: k.id, Rows: make([]normalize.RawToken, k.tokens)}
 		for i := range g.Rows {
 			g.Rows[i] = s.m.token(&k, i, t)
 		}
@@ -278,7 +279,7 @@ func (s *Sim) serveStats(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var p source.Page[readmodel.RawStats]
+	var p source.Page[normalize.RawStats]
 	for ; c < s.opts.Collections && len(p.Items) < limit; c++ {
 		k := s.m.coll(c)
 		p.Items = append(p.Items, s.m.stats(&k, t))
@@ -293,7 +294,7 @@ func (s *Sim) serveAnalytics(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var p source.Page[readmodel.RawAnalytics]
+	var p source.Page[normalize.RawAnalytics]
 	for ; c < s.opts.Collections && len(p.Items) < limit; c++ {
 		k := s.m.coll(c)
 		p.Items = append(p.Items, s.m.analytics(&k, t))
@@ -351,7 +352,7 @@ func (s *Sim) serveSales(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	var p source.Page[readmodel.RawSale]
+	var p source.Page[normalize.RawSale]
 	k, kIdx := coll{}, -1
 	load := func(c int) *coll {
 		if kIdx != c {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/normalize"
 )
 
 // market is the pure model: every value is a function of (seed, collection
@@ -277,9 +278,9 @@ func fmtTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // nativeRow is the order-book row of a native listing (legacy: the
 // mirror's brand-prefixed copy).
-func (m *market) nativeRow(k *coll, i int, tokenID string, l *listing, mirror bool) readmodel.RawListing {
-	r := readmodel.RawListing{
-		Chain: k.chainWire, CollectionID: k.id, Price: readmodel.Amount(l.price.String()),
+func (m *market) nativeRow(k *coll, i int, tokenID string, l *listing, mirror bool) normalize.RawListing {
+	r := normalize.RawListing{
+		Chain: k.chainWire, CollectionID: k.id, Price: normalize.Amount(l.price.String()),
 		Seller: l.seller, CreatedAt: fmtTime(l.created), OrderID: m.nativeOrderID(k, tokenID, l),
 	}
 	if mirror {
@@ -298,7 +299,7 @@ func (m *market) nativeRow(k *coll, i int, tokenID string, l *listing, mirror bo
 			}
 		}
 		if mirror && k.edge == EdgeLegacySolanaIDs {
-			r.OrderID = readmodel.LegacyOrderIDPrefix + r.OrderID
+			r.OrderID = normalize.LegacyOrderIDPrefix + r.OrderID
 		}
 	} else {
 		r.Contract, r.TokenID = k.contractWire, tokenID
@@ -307,11 +308,11 @@ func (m *market) nativeRow(k *coll, i int, tokenID string, l *listing, mirror bo
 }
 
 // externalRow is the mirror's row of an external listing.
-func (m *market) externalRow(k *coll, i int, tokenID string, l *listing, price *big.Int) readmodel.RawListing {
-	r := readmodel.RawListing{
-		Chain: k.chainWire, CollectionID: k.id, Price: readmodel.Amount(price.String()),
+func (m *market) externalRow(k *coll, i int, tokenID string, l *listing, price *big.Int) normalize.RawListing {
+	r := normalize.RawListing{
+		Chain: k.chainWire, CollectionID: k.id, Price: normalize.Amount(price.String()),
 		Seller: l.seller, Marketplace: l.venue, OrderID: m.externalOrderID(k, i, l),
-		BuyerTotal: readmodel.Amount(scale(price, 1025, 1000, 0).String()),
+		BuyerTotal: normalize.Amount(scale(price, 1025, 1000, 0).String()),
 	}
 	switch {
 	case l.noTimes:
@@ -332,8 +333,8 @@ func (m *market) externalRow(k *coll, i int, tokenID string, l *listing, price *
 }
 
 // orderBookRows are collection k's native listings at tick t.
-func (m *market) orderBookRows(k *coll, t int64) []readmodel.RawListing {
-	var rows []readmodel.RawListing
+func (m *market) orderBookRows(k *coll, t int64) []normalize.RawListing {
+	var rows []normalize.RawListing
 	e := k.epoch(t)
 	for i := 0; i < k.tokens; i++ {
 		l := m.state(k, i, e)
@@ -346,8 +347,8 @@ func (m *market) orderBookRows(k *coll, t int64) []readmodel.RawListing {
 
 // mirrorRows are the mirror's rows at tick t: external listings now plus
 // native listings as they were one tick earlier.
-func (m *market) mirrorRows(k *coll, t int64) []readmodel.RawListing {
-	var rows []readmodel.RawListing
+func (m *market) mirrorRows(k *coll, t int64) []normalize.RawListing {
+	var rows []normalize.RawListing
 	e, lag := k.epoch(t), k.epoch(t-1)
 	for i := 0; i < k.tokens; i++ {
 		l := m.state(k, i, e)
@@ -375,14 +376,14 @@ func (m *market) mirrorRows(k *coll, t int64) []readmodel.RawListing {
 }
 
 // sale is the sale of token i at epoch s, if one happened.
-func (m *market) sale(k *coll, i int, s int64) (readmodel.RawSale, bool) {
+func (m *market) sale(k *coll, i int, s int64) (normalize.RawSale, bool) {
 	if !m.touched(k, i, s) || !m.sold(k, i, s) {
-		return readmodel.RawSale{}, false
+		return normalize.RawSale{}, false
 	}
 	ci, iu, su := uint64(k.idx), uint64(i), uint64(s)
 	tid := m.tokenID(k, i)
 	prev := m.state(k, i, s-1)
-	r := readmodel.RawSale{Chain: k.chainWire, CollectionID: k.id, Buyer: m.wallet(k, m.h(tagBuyer, ci, iu, su)), Seller: m.owner(k, i, s-1)}
+	r := normalize.RawSale{Chain: k.chainWire, CollectionID: k.id, Buyer: m.wallet(k, m.h(tagBuyer, ci, iu, su)), Seller: m.owner(k, i, s-1)}
 	at := m.timeOf(k.epochStart(s)).Add(-time.Duration(m.h(tagSalePrice, ci, iu, su)%uint64(m.step/time.Second+1)) * time.Second)
 	r.BlockTime = fmtTime(at)
 	r.RecordedAt = fmtTime(at.Add(time.Duration(1+su%4) * time.Second))
@@ -412,15 +413,15 @@ func (m *market) sale(k *coll, i int, s int64) (readmodel.RawSale, bool) {
 // salePrice is the price of token i's sale at epoch s, given prev, the
 // token's listing state at s-1: the listed price, else a price near the
 // floor. A token's lastSale needs only this, not the whole sale.
-func (m *market) salePrice(k *coll, i int, s int64, prev *listing) readmodel.Amount {
+func (m *market) salePrice(k *coll, i int, s int64, prev *listing) normalize.Amount {
 	if k.edge == EdgeBadSalePrices && i%4 == 0 {
-		return readmodel.Amount(badPrices[floorMod(s, int64(len(badPrices)))])
+		return normalize.Amount(badPrices[floorMod(s, int64(len(badPrices)))])
 	}
 	if prev.listed {
-		return readmodel.Amount(prev.price.String())
+		return normalize.Amount(prev.price.String())
 	}
 	hp := m.h(tagSalePrice, uint64(k.idx), uint64(i), uint64(s)+1)
-	return readmodel.Amount(scale(k.floor, int64(900+hp%400), 1000, hp>>40).String())
+	return normalize.Amount(scale(k.floor, int64(900+hp%400), 1000, hp>>40).String())
 }
 
 var badPrices = []string{"12.5", "-100", "", "0x1bc16d674ec80000", "1e18", "12 ETH"}
@@ -440,7 +441,7 @@ func (m *market) historySales(k *coll) int {
 var yearDur = 365 * 24 * time.Hour
 
 // historySale is collection k's j-th sale before the anchor, oldest first.
-func (m *market) historySale(k *coll, j, total int) readmodel.RawSale {
+func (m *market) historySale(k *coll, j, total int) normalize.RawSale {
 	ci, ju := uint64(k.idx), uint64(j)
 	hv := m.h(tagHistory, ci, ju, 1)
 	span := time.Duration(m.depthYears) * yearDur
@@ -453,12 +454,12 @@ func (m *market) historySale(k *coll, j, total int) readmodel.RawSale {
 	at = at.Truncate(time.Second)
 	i := int(hv % uint64(k.tokens))
 	tid := m.tokenID(k, i)
-	r := readmodel.RawSale{Chain: k.chainWire, CollectionID: k.id,
+	r := normalize.RawSale{Chain: k.chainWire, CollectionID: k.id,
 		Seller: m.wallet(k, m.h(tagOwner, ci, ju, 7)), Buyer: m.wallet(k, m.h(tagBuyer, ci, ju, 7))}
 	hp := m.h(tagSalePrice, ci, ju, 9)
-	r.Price = readmodel.Amount(scale(k.floor, int64(300+hp%1400), 1000, hp>>40).String())
+	r.Price = normalize.Amount(scale(k.floor, int64(300+hp%1400), 1000, hp>>40).String())
 	if k.edge == EdgeBadSalePrices && j%5 == 0 {
-		r.Price = readmodel.Amount(badPrices[j/5%len(badPrices)])
+		r.Price = normalize.Amount(badPrices[j/5%len(badPrices)])
 	}
 	if hp%3 == 0 {
 		r.Marketplace = readmodel.MarketplaceNative
@@ -470,7 +471,7 @@ func (m *market) historySale(k *coll, j, total int) readmodel.RawSale {
 	} else {
 		r.Marketplace = readmodel.MarketplaceNative // no listing recorded
 	}
-	if at.Before(readmodel.SaleTimestampCutoff) {
+	if at.Before(normalize.SaleTimestampCutoff) {
 		// Legacy rows: dated at write time, no block time.
 		drift := time.Duration(1+hv>>20%20) * time.Second
 		if hv>>40%10 == 0 {
@@ -492,11 +493,11 @@ func (m *market) historySale(k *coll, j, total int) readmodel.RawSale {
 }
 
 // token is the indexer's view of token i at tick t.
-func (m *market) token(k *coll, i int, t int64) readmodel.RawToken {
+func (m *market) token(k *coll, i int, t int64) normalize.RawToken {
 	ci := uint64(k.idx)
 	e, lag := k.epoch(t), k.epoch(t-1)
 	tid := m.tokenID(k, i)
-	tok := readmodel.RawToken{Chain: k.chainWire, Contract: k.contractWire, TokenID: tid, CollectionID: k.id,
+	tok := normalize.RawToken{Chain: k.chainWire, Contract: k.contractWire, TokenID: tid, CollectionID: k.id,
 		Name: k.name + " #" + strconv.Itoa(i+1), Image: "https://img.sim.marketd.test/" + strconv.Itoa(k.idx) + "/" + strconv.Itoa(i) + ".png"}
 	if m.h(tagMeta, ci, 0, 0)%4 != 0 && k.tokens > 0 {
 		r := int64((i*7919+int(ci))%k.tokens) + 1
@@ -546,13 +547,13 @@ func (k *coll) changedSince(since, t int64) bool {
 }
 
 // document is collection k's stored document.
-func (m *market) document(k *coll) readmodel.RawCollection {
+func (m *market) document(k *coll) normalize.RawCollection {
 	ci := uint64(k.idx)
 	hv := m.h(tagMeta, ci, 1, 0)
-	d := readmodel.RawCollection{ID: k.id, Chain: k.chainWire, Contract: k.contractWire, Name: k.name,
+	d := normalize.RawCollection{ID: k.id, Chain: k.chainWire, Contract: k.contractWire, Name: k.name,
 		Image:       "https://img.sim.marketd.test/c/" + strconv.Itoa(k.idx) + ".png",
 		Description: "A simulated collection of " + strconv.Itoa(k.tokens) + " tokens on " + k.chainWire + ".",
-		Floor:       readmodel.Amount(k.floor.String()), NativeLaunched: hv%7 == 0,
+		Floor:       normalize.Amount(k.floor.String()), NativeLaunched: hv%7 == 0,
 		CreatedAt: fmtTime(m.anchor.Add(-time.Duration(hv>>8%uint64(3*365*24)) * time.Hour).Truncate(time.Second)),
 	}
 	slug := strings.ToLower(strings.ReplaceAll(k.name, " ", "-")) + "-" + strconv.Itoa(k.idx)
@@ -606,11 +607,11 @@ func (m *market) floorAt(k *coll, t int64) *big.Int {
 	return best
 }
 
-func (m *market) analytics(k *coll, t int64) readmodel.RawAnalytics {
+func (m *market) analytics(k *coll, t int64) normalize.RawAnalytics {
 	ci := uint64(k.idx)
-	a := readmodel.RawAnalytics{CollectionID: k.id}
+	a := normalize.RawAnalytics{CollectionID: k.id}
 	if f := m.floorAt(k, t); f != nil {
-		a.Floor = readmodel.Amount(f.String())
+		a.Floor = normalize.Amount(f.String())
 	}
 	e := k.epoch(t)
 	hv := m.h(tagStats, ci, uint64(e), 2)
@@ -625,13 +626,13 @@ func (m *market) analytics(k *coll, t int64) readmodel.RawAnalytics {
 	return a
 }
 
-func (m *market) stats(k *coll, t int64) readmodel.RawStats {
+func (m *market) stats(k *coll, t int64) normalize.RawStats {
 	e := k.epoch(t)
 	hv := m.h(tagStats, uint64(k.idx), uint64(e), 1)
 	n := int64(k.tokens)
 	owners := n*int64(40+hv%30)/100 + 1
 	listed := int64(float64(n) * k.ratio * (0.9 + 0.2*unit(hv>>8)))
-	return readmodel.RawStats{CollectionID: k.id, Owners: &owners, ListedCount: &listed, IndexedCount: &n}
+	return normalize.RawStats{CollectionID: k.id, Owners: &owners, ListedCount: &listed, IndexedCount: &n}
 }
 
 // rates is the price feed at tick t: USD per whole unit.

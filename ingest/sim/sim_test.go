@@ -16,6 +16,7 @@ import (
 	"github.com/marketd/marketd/ingest/sim"
 	"github.com/marketd/marketd/ingest/source"
 	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/normalize"
 )
 
 var anchor = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
@@ -130,7 +131,7 @@ func TestTimeoutFaultReleasedByClose(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	c := source.NewClient(readmodel.SourceAnalytics, srv.URL+"/analytics", time.Minute, nil)
-	err := c.Analytics(ctx, 0, func(source.Rows[readmodel.RawAnalytics]) error { return nil })
+	err := c.Analytics(ctx, 0, func(source.Rows[normalize.RawAnalytics]) error { return nil })
 	require.Error(t, err)
 	assert.Equal(t, source.ClassTimeout, source.ErrorClass(err))
 
@@ -152,10 +153,10 @@ func TestEdgeCases(t *testing.T) {
 	edges := s.EdgeCases()
 	require.Len(t, edges, 16)
 
-	groups := map[string][]readmodel.RawListing{}
+	groups := map[string][]normalize.RawListing{}
 	for _, src := range []string{"order-book", "indexer-mirror"} {
 		_, b := get(t, u+"/"+src+"/listings?limit=100000")
-		var p source.Page[source.Group[readmodel.RawListing]]
+		var p source.Page[source.Group[normalize.RawListing]]
 		require.NoError(t, json.Unmarshal(b, &p))
 		for _, g := range p.Items {
 			groups[src+"|"+g.CollectionID] = g.Rows
@@ -170,7 +171,7 @@ func TestEdgeCases(t *testing.T) {
 	// Legacy brand-prefixed mirror ids.
 	legacy := 0
 	for _, r := range groups["indexer-mirror|"+edges[sim.EdgeLegacySolanaIDs]] {
-		if strings.HasPrefix(r.OrderID, readmodel.LegacyOrderIDPrefix) {
+		if strings.HasPrefix(r.OrderID, normalize.LegacyOrderIDPrefix) {
 			legacy++
 		}
 	}
@@ -212,9 +213,9 @@ func TestEdgeCases(t *testing.T) {
 
 	// Collections: missing and unknown chains, no contract.
 	_, cb := get(t, u+"/collection-index/collections")
-	var cp source.Page[readmodel.RawCollection]
+	var cp source.Page[normalize.RawCollection]
 	require.NoError(t, json.Unmarshal(cb, &cp))
-	byID := map[string]readmodel.RawCollection{}
+	byID := map[string]normalize.RawCollection{}
 	chains := map[string]bool{}
 	for _, d := range cp.Items {
 		byID[d.ID] = d
@@ -231,7 +232,7 @@ func TestEdgeCases(t *testing.T) {
 
 	// Sales: legacy rows, uninterpretable prices.
 	_, sb := get(t, u+"/sales/sales?limit=100000")
-	var sp source.Page[readmodel.RawSale]
+	var sp source.Page[normalize.RawSale]
 	require.NoError(t, json.Unmarshal(sb, &sp))
 	var legacyRows, bad int
 	for _, r := range sp.Items {
@@ -239,7 +240,7 @@ func TestEdgeCases(t *testing.T) {
 			legacyRows++
 		}
 		if r.CollectionID == edges[sim.EdgeBadSalePrices] {
-			if _, err := readmodel.NormalizePriceRaw(string(r.Price)); err != nil {
+			if _, err := normalize.PriceRaw(string(r.Price)); err != nil {
 				bad++
 			}
 		}
@@ -253,7 +254,7 @@ func TestDefaultMarketCoversEveryChain(t *testing.T) {
 	s := sim.New(sim.Options{Anchor: anchor})
 	u := MustServe(t, s)
 	_, cb := get(t, u+"/collection-index/collections?limit=1000")
-	var cp source.Page[readmodel.RawCollection]
+	var cp source.Page[normalize.RawCollection]
 	require.NoError(t, json.Unmarshal(cb, &cp))
 	assert.Len(t, cp.Items, 300)
 	chains := map[string]int{}

@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/normalize"
 )
 
 // RawGroup is one collection's undecoded rows.
@@ -35,8 +35,8 @@ func grouped[R any](body []byte) (groupedPage[R], string, error) {
 
 // Collections walks collection-index GET /collections, calling fn with each
 // page's documents and row rejections.
-func (c *Client) Collections(ctx context.Context, limit int, fn func(Rows[readmodel.RawCollection]) error) error {
-	return walk(ctx, c, "/collections", nil, limit, flat[readmodel.RawCollection], fn)
+func (c *Client) Collections(ctx context.Context, limit int, fn func(Rows[normalize.RawCollection]) error) error {
+	return walk(ctx, c, "/collections", nil, limit, flat[normalize.RawCollection], fn)
 }
 
 // Rates reads price-feed GET /rates. Rates that are not JSON numbers are
@@ -64,8 +64,8 @@ func (c *Client) Rates(ctx context.Context) (rates map[string]float64, bad []str
 // Listings walks GET /listings (order-book or indexer-mirror), calling fn
 // with each page's groups, undecoded: most collections' listings do not
 // change between polls, and fn can skip decoding those (LazyGroup).
-func (c *Client) Listings(ctx context.Context, limit int, fn func(groups []LazyGroup[readmodel.RawListing]) error) error {
-	return walk(ctx, c, "/listings", nil, limit, lazyGrouped[readmodel.RawListing], fn)
+func (c *Client) Listings(ctx context.Context, limit int, fn func(groups []LazyGroup[normalize.RawListing]) error) error {
+	return walk(ctx, c, "/listings", nil, limit, lazyGrouped[normalize.RawListing], fn)
 }
 
 func lazyGrouped[R any](body []byte) ([]LazyGroup[R], string, error) {
@@ -80,12 +80,12 @@ func lazyGrouped[R any](body []byte) ([]LazyGroup[R], string, error) {
 // page's groups (each the complete token set of a changed collection). It
 // returns the watermark to pass as since on the next walk; since "" reads
 // every collection.
-func (c *Client) Tokens(ctx context.Context, since string, limit int, fn func(groups []RowsGroup[readmodel.RawToken]) error) (watermark string, err error) {
+func (c *Client) Tokens(ctx context.Context, since string, limit int, fn func(groups []RowsGroup[normalize.RawToken]) error) (watermark string, err error) {
 	q := url.Values{}
 	if since != "" {
 		q.Set("since", since)
 	}
-	err = walk(ctx, c, "/tokens", q, limit, grouped[readmodel.RawToken], func(p groupedPage[readmodel.RawToken]) error {
+	err = walk(ctx, c, "/tokens", q, limit, grouped[normalize.RawToken], func(p groupedPage[normalize.RawToken]) error {
 		if watermark == "" {
 			watermark = p.watermark
 		}
@@ -98,20 +98,20 @@ func (c *Client) Tokens(ctx context.Context, since string, limit int, fn func(gr
 }
 
 // Stats walks indexer-stats GET /stats.
-func (c *Client) Stats(ctx context.Context, limit int, fn func(Rows[readmodel.RawStats]) error) error {
-	return walk(ctx, c, "/stats", nil, limit, flat[readmodel.RawStats], fn)
+func (c *Client) Stats(ctx context.Context, limit int, fn func(Rows[normalize.RawStats]) error) error {
+	return walk(ctx, c, "/stats", nil, limit, flat[normalize.RawStats], fn)
 }
 
 // Analytics walks analytics GET /analytics.
-func (c *Client) Analytics(ctx context.Context, limit int, fn func(Rows[readmodel.RawAnalytics]) error) error {
-	return walk(ctx, c, "/analytics", nil, limit, flat[readmodel.RawAnalytics], fn)
+func (c *Client) Analytics(ctx context.Context, limit int, fn func(Rows[normalize.RawAnalytics]) error) error {
+	return walk(ctx, c, "/analytics", nil, limit, flat[normalize.RawAnalytics], fn)
 }
 
 // Sales reads the sales feed from cursor ("" = the start of history) until
 // it has no more items now, calling fn with each page's rows and the
 // cursor after them. fn's error stops the walk. It returns the cursor after
 // the last page fn accepted: store it once the rows are durable.
-func (c *Client) Sales(ctx context.Context, cursor string, limit int, fn func(rows Rows[readmodel.RawSale], next string) error) (string, error) {
+func (c *Client) Sales(ctx context.Context, cursor string, limit int, fn func(rows Rows[normalize.RawSale], next string) error) (string, error) {
 	q := url.Values{}
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
@@ -124,14 +124,14 @@ func (c *Client) Sales(ctx context.Context, cursor string, limit int, fn func(ro
 		if err != nil {
 			return cursor, err
 		}
-		p, rejects, err := DecodeFlat[readmodel.RawSale](body)
+		p, rejects, err := DecodeFlat[normalize.RawSale](body)
 		if err != nil {
 			return cursor, c.fail(err)
 		}
 		if p.NextCursor == "" {
 			return cursor, c.fail(classed(ClassBadPayload, errEmptyCursor))
 		}
-		if err := fn(Rows[readmodel.RawSale]{Rows: p.Items, Rejects: rejects}, p.NextCursor); err != nil {
+		if err := fn(Rows[normalize.RawSale]{Rows: p.Items, Rejects: rejects}, p.NextCursor); err != nil {
 			return cursor, err
 		}
 		same := p.NextCursor == cursor

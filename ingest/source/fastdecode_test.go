@@ -15,7 +15,7 @@ import (
 
 	"github.com/marketd/marketd/ingest/sim"
 	"github.com/marketd/marketd/ingest/source"
-	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/normalize"
 )
 
 // fastMatchesStd checks, for each page shape ingest decodes, that whatever
@@ -30,12 +30,12 @@ func fastMatchesStd(t *testing.T, body []byte) (accepted int) {
 		require.NoError(t, json.Unmarshal(body, std), "%s: the fast decoder accepted what encoding/json rejects: %q", name, body)
 		assert.Equal(t, std, fast, "%s: %q", name, body)
 	}
-	check("listings", new(source.Page[source.Group[readmodel.RawListing]]), new(source.Page[source.Group[readmodel.RawListing]]))
-	check("tokens", new(source.Page[source.Group[readmodel.RawToken]]), new(source.Page[source.Group[readmodel.RawToken]]))
-	check("collections", new(source.Page[readmodel.RawCollection]), new(source.Page[readmodel.RawCollection]))
-	check("stats", new(source.Page[readmodel.RawStats]), new(source.Page[readmodel.RawStats]))
-	check("analytics", new(source.Page[readmodel.RawAnalytics]), new(source.Page[readmodel.RawAnalytics]))
-	check("sales", new(source.Page[readmodel.RawSale]), new(source.Page[readmodel.RawSale]))
+	check("listings", new(source.Page[source.Group[normalize.RawListing]]), new(source.Page[source.Group[normalize.RawListing]]))
+	check("tokens", new(source.Page[source.Group[normalize.RawToken]]), new(source.Page[source.Group[normalize.RawToken]]))
+	check("collections", new(source.Page[normalize.RawCollection]), new(source.Page[normalize.RawCollection]))
+	check("stats", new(source.Page[normalize.RawStats]), new(source.Page[normalize.RawStats]))
+	check("analytics", new(source.Page[normalize.RawAnalytics]), new(source.Page[normalize.RawAnalytics]))
+	check("sales", new(source.Page[normalize.RawSale]), new(source.Page[normalize.RawSale]))
 	return accepted
 }
 
@@ -95,13 +95,13 @@ func TestDecodedPagesOwnTheirBytes(t *testing.T) {
 		name   string
 		decode func(body []byte) (any, error)
 	}{
-		{"listings", func(b []byte) (any, error) { return source.DecodeGrouped[readmodel.RawListing](b) }},
-		{"tokens", func(b []byte) (any, error) { return source.DecodeGrouped[readmodel.RawToken](b) }},
-		{"lazy listings", func(b []byte) (any, error) { return source.DecodeLazyGrouped[readmodel.RawListing](b) }},
-		{"collections", func(b []byte) (any, error) { return decodeFlat[readmodel.RawCollection](b) }},
-		{"stats", func(b []byte) (any, error) { return decodeFlat[readmodel.RawStats](b) }},
-		{"analytics", func(b []byte) (any, error) { return decodeFlat[readmodel.RawAnalytics](b) }},
-		{"sales", func(b []byte) (any, error) { return decodeFlat[readmodel.RawSale](b) }},
+		{"listings", func(b []byte) (any, error) { return source.DecodeGrouped[normalize.RawListing](b) }},
+		{"tokens", func(b []byte) (any, error) { return source.DecodeGrouped[normalize.RawToken](b) }},
+		{"lazy listings", func(b []byte) (any, error) { return source.DecodeLazyGrouped[normalize.RawListing](b) }},
+		{"collections", func(b []byte) (any, error) { return decodeFlat[normalize.RawCollection](b) }},
+		{"stats", func(b []byte) (any, error) { return decodeFlat[normalize.RawStats](b) }},
+		{"analytics", func(b []byte) (any, error) { return decodeFlat[normalize.RawAnalytics](b) }},
+		{"sales", func(b []byte) (any, error) { return decodeFlat[normalize.RawSale](b) }},
 	}
 	pages := simPages(t)
 	for _, s := range shapes {

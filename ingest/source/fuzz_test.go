@@ -7,6 +7,7 @@ import (
 
 	"github.com/marketd/marketd/ingest/source"
 	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/normalize"
 )
 
 // FuzzDecodePage feeds arbitrary bodies to the page and row decoders and
@@ -26,30 +27,30 @@ func FuzzDecodePage(f *testing.F) {
 			}
 		} else {
 			for _, g := range p.Items {
-				_, _ = readmodel.NormalizeCollectionID(g.CollectionID)
+				_, _ = normalize.CollectionID(g.CollectionID)
 				for _, raw := range g.Rows {
-					var rl readmodel.RawListing
+					var rl normalize.RawListing
 					if source.DecodeRow(raw, &rl) == nil {
-						if r, err := readmodel.NormalizeListing(readmodel.SourceIndexerMirror, rl, now); err == nil {
+						if r, err := normalize.Listing(readmodel.SourceIndexerMirror, rl, now); err == nil {
 							if n, perr := readmodel.ParseRaw(r.PriceRaw); perr != nil || n.String() != r.PriceRaw {
 								t.Fatalf("accepted non-canonical price %q", r.PriceRaw)
 							}
 						}
 					}
-					var rt readmodel.RawToken
+					var rt normalize.RawToken
 					if source.DecodeRow(raw, &rt) == nil {
-						_, _ = readmodel.NormalizeToken(rt, now)
+						_, _ = normalize.Token(rt, now)
 					}
 				}
 			}
 		}
-		if g, err := source.DecodeGrouped[readmodel.RawListing](body); err == nil {
+		if g, err := source.DecodeGrouped[normalize.RawListing](body); err == nil {
 			for _, grp := range g.Items {
 				for _, rl := range grp.Rows {
-					_, _ = readmodel.NormalizeListing(readmodel.SourceOrderBook, rl, now)
+					_, _ = normalize.Listing(readmodel.SourceOrderBook, rl, now)
 				}
 				for _, e := range grp.Rejects {
-					if readmodel.ReasonOf(e) == "" {
+					if normalize.ReasonOf(e) == "" {
 						t.Fatalf("reject without reason")
 					}
 				}
@@ -57,24 +58,24 @@ func FuzzDecodePage(f *testing.F) {
 		} else if source.ErrorClass(err) != source.ClassBadPayload {
 			t.Fatalf("grouped decode error class %q", source.ErrorClass(err))
 		}
-		if f, _, err := source.DecodeFlat[readmodel.RawSale](body); err == nil {
+		if f, _, err := source.DecodeFlat[normalize.RawSale](body); err == nil {
 			for _, rs := range f.Items {
-				_, _ = readmodel.NormalizeSale(rs)
+				_, _ = normalize.Sale(rs)
 			}
 		}
-		for _, v := range []any{&readmodel.RawSale{}, &readmodel.RawCollection{}, &readmodel.RawStats{}, &readmodel.RawAnalytics{}} {
+		for _, v := range []any{&normalize.RawSale{}, &normalize.RawCollection{}, &normalize.RawStats{}, &normalize.RawAnalytics{}} {
 			if source.DecodeRow(body, v) != nil {
 				continue
 			}
 			switch x := v.(type) {
-			case *readmodel.RawSale:
-				_, _ = readmodel.NormalizeSale(*x)
-			case *readmodel.RawCollection:
-				_, _ = readmodel.NormalizeCollection(*x)
-			case *readmodel.RawStats:
-				_, _, _ = readmodel.NormalizeStats(*x)
-			case *readmodel.RawAnalytics:
-				_, _, _ = readmodel.NormalizeAnalytics(*x)
+			case *normalize.RawSale:
+				_, _ = normalize.Sale(*x)
+			case *normalize.RawCollection:
+				_, _ = normalize.Collection(*x)
+			case *normalize.RawStats:
+				_, _, _ = normalize.Stats(*x)
+			case *normalize.RawAnalytics:
+				_, _, _ = normalize.Analytics(*x)
 			}
 		}
 	})

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/marketd/marketd/ingest/source"
-	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/normalize"
 )
 
 // lazyMatchesRowByRow checks DecodeLazyGrouped and LazyGroup.Decode
@@ -46,7 +46,7 @@ func lazyMatchesRowByRow[R any](t *testing.T, body []byte) bool {
 		assert.Equal(t, want, rows, "group %d of %q", i, body)
 		assert.Len(t, errs, rejects, "group %d of %q", i, body)
 		for _, err := range errs {
-			assert.NotEmpty(t, readmodel.ReasonOf(err))
+			assert.NotEmpty(t, normalize.ReasonOf(err))
 		}
 	}
 	return true
@@ -59,10 +59,10 @@ func lazyMatchesRowByRow[R any](t *testing.T, body []byte) bool {
 func TestLazyGroupsDecodeRowByRow(t *testing.T) {
 	grouped := 0
 	for _, body := range simPages(t) {
-		if lazyMatchesRowByRow[readmodel.RawListing](t, body) {
+		if lazyMatchesRowByRow[normalize.RawListing](t, body) {
 			grouped++
 		}
-		lazyMatchesRowByRow[readmodel.RawToken](t, body)
+		lazyMatchesRowByRow[normalize.RawToken](t, body)
 	}
 	assert.GreaterOrEqual(t, grouped, 3, "both listings pages and the tokens page are grouped")
 
@@ -85,17 +85,17 @@ func TestLazyGroupsDecodeRowByRow(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.ok, lazyMatchesRowByRow[readmodel.RawListing](t, []byte(tc.body)))
+			assert.Equal(t, tc.ok, lazyMatchesRowByRow[normalize.RawListing](t, []byte(tc.body)))
 		})
 	}
 	t.Run("oversized row is rejected alone", func(t *testing.T) {
-		p, err := source.DecodeLazyGrouped[readmodel.RawListing]([]byte(tests[4].body))
+		p, err := source.DecodeLazyGrouped[normalize.RawListing]([]byte(tests[4].body))
 		require.NoError(t, err)
 		rows, rejects := p.Items[0].Decode()
 		require.Len(t, rows, 1)
 		assert.Equal(t, "2", rows[0].TokenID)
 		require.Len(t, rejects, 1)
-		assert.Equal(t, readmodel.RejectOversized, readmodel.ReasonOf(rejects[0]))
+		assert.Equal(t, normalize.RejectOversized, normalize.ReasonOf(rejects[0]))
 	})
 }
 
@@ -110,6 +110,6 @@ func FuzzLazyGroups(f *testing.F) {
 	}
 	f.Add([]byte(`{"items":[{"collectionId":"c","rows":["x",1,null,{"chain":"solana","price":1.5}]}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		lazyMatchesRowByRow[readmodel.RawListing](t, body)
+		lazyMatchesRowByRow[normalize.RawListing](t, body)
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/marketd/marketd/ingest/sim"
 	"github.com/marketd/marketd/ingest/source"
 	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/normalize"
 )
 
 var anchor = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
@@ -44,7 +45,7 @@ func TestPagingIsComplete(t *testing.T) {
 	listings := func(src readmodel.Source) walker {
 		return func(limit int) (int, error) {
 			n := 0
-			err := client(base, src, 30*time.Second).Listings(ctx, limit, func(gs []source.LazyGroup[readmodel.RawListing]) error {
+			err := client(base, src, 30*time.Second).Listings(ctx, limit, func(gs []source.LazyGroup[normalize.RawListing]) error {
 				for _, g := range gs {
 					rows, rejects := g.Decode()
 					n += len(rows) + len(rejects)
@@ -60,7 +61,7 @@ func TestPagingIsComplete(t *testing.T) {
 	}{
 		{name: "collections", walk: func(limit int) (int, error) {
 			n := 0
-			err := client(base, readmodel.SourceCollectionIndex, 30*time.Second).Collections(ctx, limit, func(p source.Rows[readmodel.RawCollection]) error {
+			err := client(base, readmodel.SourceCollectionIndex, 30*time.Second).Collections(ctx, limit, func(p source.Rows[normalize.RawCollection]) error {
 				n += len(p.Rows)
 				return nil
 			})
@@ -70,7 +71,7 @@ func TestPagingIsComplete(t *testing.T) {
 		{name: "mirror listings", walk: listings(readmodel.SourceIndexerMirror)},
 		{name: "tokens", walk: func(limit int) (int, error) {
 			n := 0
-			_, err := client(base, readmodel.SourceIndexerMirror, 30*time.Second).Tokens(ctx, "", limit, func(gs []source.RowsGroup[readmodel.RawToken]) error {
+			_, err := client(base, readmodel.SourceIndexerMirror, 30*time.Second).Tokens(ctx, "", limit, func(gs []source.RowsGroup[normalize.RawToken]) error {
 				for _, g := range gs {
 					n += len(g.Rows)
 				}
@@ -80,7 +81,7 @@ func TestPagingIsComplete(t *testing.T) {
 		}},
 		{name: "stats", walk: func(limit int) (int, error) {
 			n := 0
-			err := client(base, readmodel.SourceIndexerStats, 30*time.Second).Stats(ctx, limit, func(p source.Rows[readmodel.RawStats]) error {
+			err := client(base, readmodel.SourceIndexerStats, 30*time.Second).Stats(ctx, limit, func(p source.Rows[normalize.RawStats]) error {
 				n += len(p.Rows)
 				return nil
 			})
@@ -88,7 +89,7 @@ func TestPagingIsComplete(t *testing.T) {
 		}},
 		{name: "analytics", walk: func(limit int) (int, error) {
 			n := 0
-			err := client(base, readmodel.SourceAnalytics, 30*time.Second).Analytics(ctx, limit, func(p source.Rows[readmodel.RawAnalytics]) error {
+			err := client(base, readmodel.SourceAnalytics, 30*time.Second).Analytics(ctx, limit, func(p source.Rows[normalize.RawAnalytics]) error {
 				n += len(p.Rows)
 				return nil
 			})
@@ -96,7 +97,7 @@ func TestPagingIsComplete(t *testing.T) {
 		}},
 		{name: "sales", walk: func(limit int) (int, error) {
 			n := 0
-			_, err := client(base, readmodel.SourceSales, 30*time.Second).Sales(ctx, "", limit, func(p source.Rows[readmodel.RawSale], _ string) error {
+			_, err := client(base, readmodel.SourceSales, 30*time.Second).Sales(ctx, "", limit, func(p source.Rows[normalize.RawSale], _ string) error {
 				n += len(p.Rows) + len(p.Rejects)
 				return nil
 			})
@@ -121,7 +122,7 @@ func TestSalesFeedIsIncremental(t *testing.T) {
 	ctx := context.Background()
 	count := func(cursor string) (int, string) {
 		n := 0
-		next, err := c.Sales(ctx, cursor, 50, func(p source.Rows[readmodel.RawSale], _ string) error { n += len(p.Rows); return nil })
+		next, err := c.Sales(ctx, cursor, 50, func(p source.Rows[normalize.RawSale], _ string) error { n += len(p.Rows); return nil })
 		require.NoError(t, err)
 		return n, next
 	}
@@ -143,7 +144,7 @@ func TestTokensChangedSince(t *testing.T) {
 	ctx := context.Background()
 	walk := func(since string) (int, string) {
 		n := 0
-		wm, err := c.Tokens(ctx, since, 1000, func(gs []source.RowsGroup[readmodel.RawToken]) error { n += len(gs); return nil })
+		wm, err := c.Tokens(ctx, since, 1000, func(gs []source.RowsGroup[normalize.RawToken]) error { n += len(gs); return nil })
 		require.NoError(t, err)
 		return n, wm
 	}
@@ -198,7 +199,7 @@ func TestPollErrorsAreClassified(t *testing.T) {
 				timeout = 200 * time.Millisecond
 			}
 			c := source.NewClient(readmodel.SourceAnalytics, tc.base, timeout, nil).WithMaxBody(1 << 20)
-			err := c.Analytics(context.Background(), 0, func(source.Rows[readmodel.RawAnalytics]) error { return nil })
+			err := c.Analytics(context.Background(), 0, func(source.Rows[normalize.RawAnalytics]) error { return nil })
 			require.Error(t, err)
 			assert.Equal(t, tc.class, source.ErrorClass(err))
 			assert.Equal(t, readmodel.UpstreamError, readmodel.ErrorCode(err))
@@ -216,18 +217,18 @@ func TestRatesAndRowDecoding(t *testing.T) {
 	tests := []struct {
 		name   string
 		row    string
-		reason readmodel.RejectReason
+		reason normalize.RejectReason
 	}{
 		{name: "object", row: `{"chain":"ethereum"}`},
-		{name: "string", row: `"x"`, reason: readmodel.RejectBadJSON},
-		{name: "wrong type", row: `{"chain":1}`, reason: readmodel.RejectBadJSON},
-		{name: "oversized", row: `{"chain":"` + strings.Repeat("a", source.MaxRow) + `"}`, reason: readmodel.RejectOversized},
+		{name: "string", row: `"x"`, reason: normalize.RejectBadJSON},
+		{name: "wrong type", row: `{"chain":1}`, reason: normalize.RejectBadJSON},
+		{name: "oversized", row: `{"chain":"` + strings.Repeat("a", source.MaxRow) + `"}`, reason: normalize.RejectOversized},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var r readmodel.RawListing
+			var r normalize.RawListing
 			err := source.DecodeRow(json.RawMessage(tc.row), &r)
-			assert.Equal(t, tc.reason, readmodel.ReasonOf(err))
+			assert.Equal(t, tc.reason, normalize.ReasonOf(err))
 		})
 	}
 }

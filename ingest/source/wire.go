@@ -10,7 +10,7 @@ import (
 
 	gojson "github.com/goccy/go-json"
 
-	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/normalize"
 )
 
 // MaxBody is the default bound of one upstream answer (Client.WithMaxBody
@@ -241,7 +241,7 @@ func (g LazyGroup[R]) Decode() (rows []R, rejects []error) {
 	var raws []json.RawMessage
 	if err := json.Unmarshal(g.Raw, &raws); err != nil {
 		// DecodeLazyGrouped let through only arrays of valid JSON.
-		return nil, []error{&readmodel.RejectError{Reason: readmodel.RejectBadJSON, Field: "rows", Detail: err.Error()}}
+		return nil, []error{&normalize.RejectError{Reason: normalize.RejectBadJSON, Field: "rows", Detail: err.Error()}}
 	}
 	for _, raw := range raws {
 		var r R
@@ -277,13 +277,13 @@ func isSyntax(err error) bool {
 // row's shape is rejected as bad_json; a row above MaxRow as oversized_field.
 func DecodeRow(raw json.RawMessage, v any) error {
 	if len(raw) > MaxRow {
-		return &readmodel.RejectError{Reason: readmodel.RejectOversized, Field: "row", Detail: fmt.Sprintf("%d bytes", len(raw))}
+		return &normalize.RejectError{Reason: normalize.RejectOversized, Field: "row", Detail: fmt.Sprintf("%d bytes", len(raw))}
 	}
 	if len(raw) == 0 || raw[0] != '{' {
-		return &readmodel.RejectError{Reason: readmodel.RejectBadJSON, Field: "row", Detail: "not an object"}
+		return &normalize.RejectError{Reason: normalize.RejectBadJSON, Field: "row", Detail: "not an object"}
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
-		return &readmodel.RejectError{Reason: readmodel.RejectBadJSON, Field: "row", Detail: err.Error()}
+		return &normalize.RejectError{Reason: normalize.RejectBadJSON, Field: "row", Detail: err.Error()}
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/render"
 	"github.com/marketd/marketd/readmodel/store"
 )
 
@@ -304,9 +305,9 @@ func (a *applier) putQuote(feedOK *bool) error {
 }
 
 // tmpl turns a rendered body (usd null) into a prepared one with USD slots.
-func tmpl(b []byte) []byte { return readmodel.TemplateUSD(b) }
+func tmpl(b []byte) []byte { return render.TemplateUSD(b) }
 
-func tmplTimed(tb readmodel.TimedBody) readmodel.TimedBody {
+func tmplTimed(tb render.TimedBody) render.TimedBody {
 	tb.Head, tb.Tail = tmpl(tb.Head), tmpl(tb.Tail)
 	return tb
 }
@@ -511,7 +512,7 @@ func (a *applier) renderNow(cid string, parts int) error {
 
 func (a *applier) renderCollection(cid string, doc *readmodel.CollectionDoc, parts int) error {
 	if parts&partDetail != 0 {
-		in := readmodel.DetailInputs{Doc: doc}
+		in := render.DetailInputs{Doc: doc}
 		var err error
 		if in.Stats, err = store.Get[readmodel.CollectionStats](a.tx, store.InStats, cid); err != nil {
 			return err
@@ -528,16 +529,16 @@ func (a *applier) renderCollection(cid string, doc *readmodel.CollectionDoc, par
 			return err
 		}
 		in.StatsFailed, in.AnalyticsFailed = failed(ss), failed(as)
-		a.tx.PutCollection(readmodel.CollectionView{
+		a.tx.PutCollection(render.CollectionView{
 			ID:          cid,
 			Chain:       validChain(doc.Chain),
 			HasContract: doc.ContractAddress != "",
 			Version:     a.ver(),
-			Detail:      tmpl(readmodel.CollectionDetailJSON(in)),
+			Detail:      tmpl(render.CollectionDetailJSON(in)),
 		})
 	}
 	if parts&partBrowse != 0 {
-		item := tmpl(readmodel.CollectionSummaryJSON(doc, nil))
+		item := tmpl(render.CollectionSummaryJSON(doc, nil))
 		var entries []store.BrowseEntry
 		chains := []readmodel.Chain{""}
 		if c := validChain(doc.Chain); c != "" {
@@ -546,7 +547,7 @@ func (a *applier) renderCollection(cid string, doc *readmodel.CollectionDoc, par
 		var floor float64
 		var hasFloor bool
 		if c := validChain(doc.Chain); c != "" {
-			if p, ok := readmodel.PriceOf(c, doc.FloorRaw, nil); ok && doc.FloorRaw != "" {
+			if p, ok := render.PriceOf(c, doc.FloorRaw, nil); ok && doc.FloorRaw != "" {
 				floor, hasFloor = p.Decimal, true
 			}
 		}
@@ -580,8 +581,8 @@ func validChain(c readmodel.Chain) readmodel.Chain {
 	return ""
 }
 
-func (a *applier) source(src readmodel.Source, cid string) (readmodel.ListingSource, error) {
-	var ls readmodel.ListingSource
+func (a *applier) source(src readmodel.Source, cid string) (render.ListingSource, error) {
+	var ls render.ListingSource
 	rows, err := a.rows(src, cid)
 	if err != nil {
 		return ls, err
@@ -599,20 +600,20 @@ func (a *applier) source(src readmodel.Source, cid string) (readmodel.ListingSou
 	return ls, nil
 }
 
-func (a *applier) snapshot(cid string, doc *readmodel.CollectionDoc) (readmodel.Snapshot, error) {
-	in := readmodel.SnapshotInputs{
+func (a *applier) snapshot(cid string, doc *readmodel.CollectionDoc) (render.Snapshot, error) {
+	in := render.SnapshotInputs{
 		HasContract: doc != nil && doc.ContractAddress != "",
 		Now:         a.now,
 		Retention:   a.retention,
 	}
 	var err error
 	if in.OrderBook, err = a.source(readmodel.SourceOrderBook, cid); err != nil {
-		return readmodel.Snapshot{}, err
+		return render.Snapshot{}, err
 	}
 	if in.Mirror, err = a.source(readmodel.SourceIndexerMirror, cid); err != nil {
-		return readmodel.Snapshot{}, err
+		return render.Snapshot{}, err
 	}
-	return readmodel.MergeListings(in), nil
+	return render.MergeListings(in), nil
 }
 
 func (a *applier) renderListings(cid string, doc *readmodel.CollectionDoc, parts int) error {
@@ -621,7 +622,7 @@ func (a *applier) renderListings(cid string, doc *readmodel.CollectionDoc, parts
 		return err
 	}
 	if parts&partListings != 0 {
-		v := readmodel.ListingsView{
+		v := render.ListingsView{
 			Version:      a.ver(),
 			Items:        make([][]byte, 0, len(snap.Rows)),
 			ExpiresAt:    make([]int64, 0, len(snap.Rows)),
@@ -630,7 +631,7 @@ func (a *applier) renderListings(cid string, doc *readmodel.CollectionDoc, parts
 		}
 		for i := range snap.Rows {
 			r := &snap.Rows[i]
-			it, ok := readmodel.ListingItem(r, nil, a.now)
+			it, ok := render.ListingItem(r, nil, a.now)
 			if !ok {
 				continue
 			}
@@ -638,7 +639,7 @@ func (a *applier) renderListings(cid string, doc *readmodel.CollectionDoc, parts
 			if r.ExpiresAt != nil {
 				exp = r.ExpiresAt.UnixMilli()
 			}
-			v.Items = append(v.Items, tmpl(readmodel.MarshalItem(it)))
+			v.Items = append(v.Items, tmpl(render.MarshalItem(it)))
 			v.ExpiresAt = append(v.ExpiresAt, exp)
 		}
 		a.tx.PutListings(cid, v)
@@ -651,7 +652,7 @@ func (a *applier) renderListings(cid string, doc *readmodel.CollectionDoc, parts
 		a.tx.DeleteFloor(cid)
 		return nil
 	}
-	fin := readmodel.FloorInputs{
+	fin := render.FloorInputs{
 		CollectionID:     cid,
 		Chain:            doc.Chain,
 		SnapshotFloorRaw: doc.FloorRaw,
@@ -678,13 +679,13 @@ func (a *applier) renderListings(cid string, doc *readmodel.CollectionDoc, parts
 	if lg != nil {
 		fin.LastGoodRaw, fin.LastGoodAt = lg.Raw, lg.At
 	}
-	res := readmodel.FloorJSON(fin)
+	res := render.FloorJSON(fin)
 	if !snap.AllFailed && doc.Chain.KeepsLastGoodBuyerFloor() {
 		if res.BuyerRaw != "" {
 			a.tx.Put(store.InLastGood, lastGood{Raw: res.BuyerRaw, At: a.now}, cid)
 		}
 	}
-	a.tx.PutFloor(cid, readmodel.FloorView{
+	a.tx.PutFloor(cid, render.FloorView{
 		Version:       a.ver(),
 		Body:          tmplTimed(res.Body),
 		FallbackAfter: res.FallbackAfter,
@@ -888,7 +889,7 @@ func (a *applier) renderToken(k string) error {
 // transaction by applier.tokenJob, and the view render makes of them.
 type tokenJob struct {
 	k       string
-	in      readmodel.TokenInputs
+	in      render.TokenInputs
 	version uint64
 	out     store.PreparedToken
 }
@@ -910,7 +911,7 @@ func (a *applier) tokenJob(k string) (tokenJob, bool, error) {
 		return tokenJob{}, false, nil
 	}
 	d := &ti.Doc
-	in := readmodel.TokenInputs{Doc: d, ObservedAt: ti.ObservedAt, LiveAt: a.tokenNow}
+	in := render.TokenInputs{Doc: d, ObservedAt: ti.ObservedAt, LiveAt: a.tokenNow}
 	if d.Chain.IsEVM() {
 		ob, err := a.orderBook(d.CollectionID)
 		if err != nil {
@@ -938,10 +939,10 @@ func (a *applier) tokenJob(k string) (tokenJob, bool, error) {
 // inputs, which nothing writes meanwhile, so jobs render concurrently
 // (renderTokenJobs).
 func (j *tokenJob) render() {
-	v := readmodel.TokenJSON(j.in)
+	v := render.TokenJSON(j.in)
 	v.Body = tmplTimed(v.Body)
 	v.Version = j.version
-	j.out = store.PrepareToken(v, readmodel.TokenDeadline(j.in))
+	j.out = store.PrepareToken(v, render.TokenDeadline(j.in))
 }
 
 // putToken writes a rendered job's view.
@@ -1046,11 +1047,11 @@ func (a *applier) applySales(msg *readmodel.Message) error {
 		if r.CollectionID == "" {
 			r.CollectionID = msg.CollectionID
 		}
-		it, ok := readmodel.SaleItem(&r, nil)
+		it, ok := render.SaleItem(&r, nil)
 		if !ok {
 			continue // uninterpretable price: dropped at projection
 		}
-		if _, err := a.tx.AddSale(msg.CollectionID, &r, tmpl(readmodel.MarshalItem(it))); err != nil {
+		if _, err := a.tx.AddSale(msg.CollectionID, &r, tmpl(render.MarshalItem(it))); err != nil {
 			return err
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/marketd/marketd/readmodel/bus"
 	"github.com/marketd/marketd/readmodel/bus/bustest"
 	"github.com/marketd/marketd/readmodel/projector"
+	"github.com/marketd/marketd/readmodel/render"
 )
 
 // TestTwoServeNodesConverge runs two live projectors (the serve role) and
@@ -89,7 +90,7 @@ func TestClusterWithOneServerStopped(t *testing.T) {
 	type node struct {
 		st interface {
 			Digest(context.Context) (string, error)
-			Collection(context.Context, string) (readmodel.CollectionView, error)
+			Collection(context.Context, string) (render.CollectionView, error)
 		}
 		p *projector.Projector
 	}

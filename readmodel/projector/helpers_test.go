@@ -16,6 +16,7 @@ import (
 	"github.com/marketd/marketd/readmodel/bus"
 	"github.com/marketd/marketd/readmodel/bus/bustest"
 	"github.com/marketd/marketd/readmodel/projector"
+	"github.com/marketd/marketd/readmodel/render"
 	"github.com/marketd/marketd/readmodel/store"
 )
 
@@ -103,15 +104,15 @@ func jsonMap(t testing.TB, b []byte) map[string]any {
 	return jsonMapQ(t, b, nil)
 }
 
-func jsonMapQ(t testing.TB, b []byte, q *readmodel.USDQuote) map[string]any {
+func jsonMapQ(t testing.TB, b []byte, q *render.USDQuote) map[string]any {
 	t.Helper()
 	var m map[string]any
-	b = readmodel.AppendUSD(nil, b, q)
+	b = render.AppendUSD(nil, b, q)
 	require.NoError(t, json.Unmarshal(b, &m), "%s", b)
 	return m
 }
 
-func timed(t testing.TB, b readmodel.TimedBody, now time.Time) map[string]any {
+func timed(t testing.TB, b render.TimedBody, now time.Time) map[string]any {
 	t.Helper()
 	out := append([]byte(nil), b.Head...)
 	if b.Timed {
@@ -166,7 +167,7 @@ func solRow(cid, mint, raw, market, order string) readmodel.ListingRow {
 		Marketplace: market, Status: readmodel.StatusActive, Timestamp: t0.Add(-time.Hour), OrderID: order, Tx: "sig" + mint}
 }
 
-func orderIDs(t testing.TB, v readmodel.ListingsView) []string {
+func orderIDs(t testing.TB, v render.ListingsView) []string {
 	t.Helper()
 	var out []string
 	for _, it := range v.Items {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/render"
 )
 
 func TestResolveCollection(t *testing.T) {
@@ -74,7 +75,7 @@ func salesMsg(rows ...readmodel.SaleRow) *readmodel.Message {
 	return &readmodel.Message{Kind: readmodel.KindSales, Source: readmodel.SourceSales, CollectionID: cid, Sales: rows}
 }
 
-func txs(t testing.TB, p readmodel.Page) []string {
+func txs(t testing.TB, p render.Page) []string {
 	var out []string
 	for _, it := range p.Items {
 		out = append(out, jsonMap(t, it)["tx"].(string))
@@ -176,7 +177,7 @@ func TestBrowse(t *testing.T) {
 		mk("d", readmodel.Base, 900, "2000000000000000000", false, t0),
 		docMsg(readmodel.CollectionDoc{ID: "nochain", Name: "No chain"}),
 	)
-	ids := func(p readmodel.Page) []string {
+	ids := func(p render.Page) []string {
 		var out []string
 		for _, it := range p.Items {
 			out = append(out, jsonMap(t, it)["id"].(string))
@@ -215,7 +216,7 @@ func TestBrowse(t *testing.T) {
 		p, err := e.st.Browse(ctx, readmodel.SortVolume, readmodel.Ethereum, "", 1)
 		require.NoError(t, err)
 		require.Len(t, p.Items, 1)
-		assert.Regexp(t, `^\{"id":"b","chain":"ethereum","contractAddress":"0xb","name":"Name b","slug":"slug-b","image":null,"banner":null,"description":null,"tokenStandard":null,"royaltyBps":500,"stats":\{"floor":\{"raw":"1000000000000000000","decimal":1,"currency":"ETH","usd":null\},"volumeAllTime":500,"supply":null,"owners":null\}\}$`, string(readmodel.AppendUSD(nil, p.Items[0], nil)))
+		assert.Regexp(t, `^\{"id":"b","chain":"ethereum","contractAddress":"0xb","name":"Name b","slug":"slug-b","image":null,"banner":null,"description":null,"tokenStandard":null,"royaltyBps":500,"stats":\{"floor":\{"raw":"1000000000000000000","decimal":1,"currency":"ETH","usd":null\},"volumeAllTime":500,"supply":null,"owners":null\}\}$`, string(render.AppendUSD(nil, p.Items[0], nil)))
 	})
 	t.Run("a summary edit in place changes the page version", func(t *testing.T) {
 		before, err := e.st.Browse(ctx, readmodel.SortVolume, readmodel.Ethereum, "", 5)

@@ -3,7 +3,7 @@ package store
 import (
 	"sync"
 
-	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/render"
 )
 
 // cache is a bounded in-process cache of decoded views in front of Badger.
@@ -26,7 +26,7 @@ type cache struct {
 
 type cachedPage struct {
 	gen  uint64
-	page readmodel.Page
+	page render.Page
 	size int64
 }
 
@@ -110,17 +110,17 @@ func (c *cache) evictSome() {
 func sizeOf(v any) int64 {
 	var n int64
 	switch x := v.(type) {
-	case readmodel.CollectionView:
+	case render.CollectionView:
 		n = int64(len(x.ID) + len(x.Detail))
-	case readmodel.FloorView:
+	case render.FloorView:
 		n = int64(len(x.Body.Head) + len(x.Body.Tail) + len(x.Fallback.Head) + len(x.Fallback.Tail))
-	case readmodel.TokenView:
+	case render.TokenView:
 		n = int64(len(x.Body.Head) + len(x.Body.Tail))
-	case readmodel.ListingsView:
+	case render.ListingsView:
 		for _, it := range x.Items {
 			n += int64(len(it)) + 32
 		}
-	case readmodel.Page:
+	case render.Page:
 		for _, it := range x.Items {
 			n += int64(len(it)) + 24
 		}
@@ -157,18 +157,18 @@ func (c *cache) pageGen(salesOf string) uint64 {
 	return c.salesGen[salesOf]
 }
 
-func (c *cache) getPage(k, salesOf string) (readmodel.Page, uint64, bool) {
+func (c *cache) getPage(k, salesOf string) (render.Page, uint64, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	g := c.pageGen(salesOf)
 	p, ok := c.pages[k]
 	if !ok || p.gen != g {
-		return readmodel.Page{}, g, false
+		return render.Page{}, g, false
 	}
 	return p.page, g, true
 }
 
-func (c *cache) putPage(k, salesOf string, gen uint64, p readmodel.Page) {
+func (c *cache) putPage(k, salesOf string, gen uint64, p render.Page) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	size := sizeOf(p) + int64(len(k))

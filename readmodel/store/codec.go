@@ -8,6 +8,7 @@ import (
 	"github.com/klauspost/compress/s2"
 
 	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/render"
 )
 
 // Keys. Every prefix is one byte family:
@@ -89,7 +90,7 @@ func (e *enc) i(v int64)      { e.b = binary.AppendVarint(e.b, v) }
 func (e *enc) bytes(p []byte) { e.u(uint64(len(p))); e.b = append(e.b, p...) }
 func (e *enc) str(s string)   { e.u(uint64(len(s))); e.b = append(e.b, s...) }
 func (e *enc) flag(f bool)    { e.b = append(e.b, boolByte(f)) }
-func (e *enc) timed(t readmodel.TimedBody) {
+func (e *enc) timed(t render.TimedBody) {
 	e.flag(t.Timed)
 	e.bytes(t.Head)
 	e.bytes(t.Tail)
@@ -160,8 +161,8 @@ func (d *dec) flag() bool {
 	return f
 }
 
-func (d *dec) timed() readmodel.TimedBody {
-	t := readmodel.TimedBody{Timed: d.flag()}
+func (d *dec) timed() render.TimedBody {
+	t := render.TimedBody{Timed: d.flag()}
 	t.Head = d.bytes()
 	t.Tail = d.bytes()
 	if len(t.Tail) == 0 {
@@ -170,7 +171,7 @@ func (d *dec) timed() readmodel.TimedBody {
 	return t
 }
 
-func encodeCollection(v readmodel.CollectionView) []byte {
+func encodeCollection(v render.CollectionView) []byte {
 	e := newEnc(v.Version)
 	e.str(string(v.Chain))
 	e.flag(v.HasContract)
@@ -178,16 +179,16 @@ func encodeCollection(v readmodel.CollectionView) []byte {
 	return e.b
 }
 
-func decodeCollection(id string, b []byte) (readmodel.CollectionView, bool) {
+func decodeCollection(id string, b []byte) (render.CollectionView, bool) {
 	d, ver := newDec(b)
-	v := readmodel.CollectionView{ID: id, Version: ver}
+	v := render.CollectionView{ID: id, Version: ver}
 	v.Chain = readmodel.Chain(d.str())
 	v.HasContract = d.flag()
 	v.Detail = d.bytes()
 	return v, !d.bad
 }
 
-func encodeFloor(v readmodel.FloorView) []byte {
+func encodeFloor(v render.FloorView) []byte {
 	e := newEnc(v.Version)
 	e.timed(v.Body)
 	var after int64
@@ -199,9 +200,9 @@ func encodeFloor(v readmodel.FloorView) []byte {
 	return e.b
 }
 
-func decodeFloor(b []byte) (readmodel.FloorView, bool) {
+func decodeFloor(b []byte) (render.FloorView, bool) {
 	d, ver := newDec(b)
-	v := readmodel.FloorView{Version: ver}
+	v := render.FloorView{Version: ver}
 	v.Body = d.timed()
 	if after := d.i(); after != 0 {
 		v.FallbackAfter = time.Unix(0, after).UTC()
@@ -210,7 +211,7 @@ func decodeFloor(b []byte) (readmodel.FloorView, bool) {
 	return v, !d.bad
 }
 
-func encodeListings(v readmodel.ListingsView) []byte {
+func encodeListings(v render.ListingsView) []byte {
 	e := newEnc(v.Version)
 	e.flag(v.AllFailed)
 	e.u(uint64(len(v.StaleSources)))
@@ -229,9 +230,9 @@ func encodeListings(v readmodel.ListingsView) []byte {
 	return e.b
 }
 
-func decodeListings(b []byte) (readmodel.ListingsView, bool) {
+func decodeListings(b []byte) (render.ListingsView, bool) {
 	d, ver := newDec(b)
-	v := readmodel.ListingsView{Version: ver}
+	v := render.ListingsView{Version: ver}
 	v.AllFailed = d.flag()
 	ns := d.u()
 	if ns > 8 {
@@ -330,7 +331,7 @@ func decodeBounded(block []byte, max int, decode func(dst, src []byte) ([]byte, 
 // that misses the in-process cache pays one decode (about 1 µs); cached
 // reads pay nothing. The deadline stays outside the block so that
 // PutToken's deadline bookkeeping reads it without decoding.
-func encodeToken(v readmodel.TokenView, deadline int64) []byte {
+func encodeToken(v render.TokenView, deadline int64) []byte {
 	raw := &enc{b: make([]byte, 0, 16+len(v.Body.Head)+len(v.Body.Tail))}
 	raw.timed(v.Body)
 	n := s2.MaxEncodedLen(len(raw.b))
@@ -356,18 +357,18 @@ func tokenDeadline(b []byte) int64 {
 // decodeToken decodes a stored token view. The body is a new buffer: it
 // does not alias b. A damaged block is !ok, and never allocates more than
 // maxTokenView.
-func decodeToken(b []byte) (readmodel.TokenView, bool) {
+func decodeToken(b []byte) (render.TokenView, bool) {
 	d, ver := newDec(b)
 	d.i() // deadline
 	if d.bad {
-		return readmodel.TokenView{}, false
+		return render.TokenView{}, false
 	}
 	raw, ok := decodeBounded(d.b, maxTokenView, tokenDict().Decode)
 	if !ok {
-		return readmodel.TokenView{}, false
+		return render.TokenView{}, false
 	}
 	body := &dec{b: raw}
-	v := readmodel.TokenView{Version: ver, Body: body.timed()}
+	v := render.TokenView{Version: ver, Body: body.timed()}
 	return v, !body.bad && len(body.b) == 0
 }
 

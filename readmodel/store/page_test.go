@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/render"
 )
 
 func putBrowse(t *testing.T, s *Store, cid string, volume float64) {
@@ -46,7 +47,7 @@ func TestConcurrentPageMissesShareOneRead(t *testing.T) {
 	started, release := blockPageReads(s)
 
 	const readers = 8
-	pages := make([]readmodel.Page, readers)
+	pages := make([]render.Page, readers)
 	errs := make([]error, readers)
 	var wg sync.WaitGroup
 	for i := range readers {
@@ -96,7 +97,7 @@ func TestPageReadOfAnOlderGenerationIsNotShared(t *testing.T) {
 }
 
 type browseResult struct {
-	page readmodel.Page
+	page render.Page
 	err  error
 }
 
@@ -111,7 +112,7 @@ func browseAsync(ctx context.Context, s *Store) <-chan browseResult {
 	return ch
 }
 
-func itemStrings(p readmodel.Page) []string {
+func itemStrings(p render.Page) []string {
 	out := make([]string, len(p.Items))
 	for i, it := range p.Items {
 		out[i] = string(it)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/render"
 )
 
 // kQuote holds the USD quote the store fills prepared bodies with: a view
@@ -26,21 +27,21 @@ func (t *Tx) PutQuote(rates readmodel.USDRates, feedOK bool) {
 		return
 	}
 	t.set(kQuote, append(make([]byte, 8, 8+len(b)), b...))
-	t.quote = readmodel.NewUSDQuote(rates, feedOK)
+	t.quote = render.NewUSDQuote(rates, feedOK)
 }
 
 // USD returns the current USD quote (one that knows no rate before the
 // price feed was first projected). It is an atomic load after the first
 // call; the result is immutable and shared.
-func (s *Store) USD() *readmodel.USDQuote {
+func (s *Store) USD() *render.USDQuote {
 	if q := s.quote.Load(); q != nil {
 		return q
 	}
-	q := readmodel.NewUSDQuote(nil, false)
+	q := render.NewUSDQuote(nil, false)
 	if b, ok, err := s.get(kQuote); err == nil && ok && len(b) >= 8 {
 		var in quoteInput
 		if json.Unmarshal(b[8:], &in) == nil {
-			q = readmodel.NewUSDQuote(in.Rates, in.FeedOK)
+			q = render.NewUSDQuote(in.Rates, in.FeedOK)
 		}
 	}
 	// A commit may have stored a newer quote meanwhile: keep that one.
@@ -56,23 +57,23 @@ func (s *Store) USD() *readmodel.USDQuote {
 
 // filled returns b with its USD slots filled from q (b itself when it has
 // none).
-func filled(b []byte, q *readmodel.USDQuote) []byte {
-	if readmodel.NextUSDSlot(b) < 0 {
+func filled(b []byte, q *render.USDQuote) []byte {
+	if render.NextUSDSlot(b) < 0 {
 		return b
 	}
-	return readmodel.AppendUSD(make([]byte, 0, len(b)+16), b, q)
+	return render.AppendUSD(make([]byte, 0, len(b)+16), b, q)
 }
 
-func filledTimed(tb readmodel.TimedBody, q *readmodel.USDQuote) readmodel.TimedBody {
+func filledTimed(tb render.TimedBody, q *render.USDQuote) render.TimedBody {
 	tb.Head, tb.Tail = filled(tb.Head, q), filled(tb.Tail, q)
 	return tb
 }
 
 // fillItems returns items with their USD slots filled from q: items itself
 // when none has a slot, else a new slice.
-func fillItems(items [][]byte, q *readmodel.USDQuote) [][]byte {
+func fillItems(items [][]byte, q *render.USDQuote) [][]byte {
 	for i, it := range items {
-		if readmodel.NextUSDSlot(it) < 0 {
+		if render.NextUSDSlot(it) < 0 {
 			continue
 		}
 		out := make([][]byte, len(items))

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/render"
 )
 
 // benchStore opens a store in a temporary directory, closed at cleanup.
@@ -24,7 +25,7 @@ func BenchmarkReadToken(b *testing.B) {
 	ctx, s := context.Background(), benchStore(b)
 	const addr = "0x8c995e126d179f00d3423c40045c2e2d614cd083"
 	require.NoError(b, s.Update(ctx, func(tx *Tx) error {
-		tx.PutToken(readmodel.TokenKey(readmodel.Polygon, addr, "85"), readmodel.TokenView{Version: 1, Body: readmodel.TimedBody{Head: []byte(`{}`)}}, time.Time{})
+		tx.PutToken(readmodel.TokenKey(readmodel.Polygon, addr, "85"), render.TokenView{Version: 1, Body: render.TimedBody{Head: []byte(`{}`)}}, time.Time{})
 		return nil
 	}))
 	_, err := s.Token(ctx, readmodel.Polygon, addr, "85") // into the cache
@@ -41,7 +42,7 @@ func BenchmarkReadListings(b *testing.B) {
 	ctx, s := context.Background(), benchStore(b)
 	const id = "polygon_0x8c995e126d179f00d3423c40045c2e2d614cd083"
 	require.NoError(b, s.Update(ctx, func(tx *Tx) error {
-		tx.PutListings(id, readmodel.ListingsView{Version: 1, Items: [][]byte{[]byte(`{}`)}, ExpiresAt: []int64{0}})
+		tx.PutListings(id, render.ListingsView{Version: 1, Items: [][]byte{[]byte(`{}`)}, ExpiresAt: []int64{0}})
 		return nil
 	}))
 	_, err := s.Listings(ctx, id, 0)

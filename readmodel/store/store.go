@@ -31,6 +31,7 @@ import (
 	gojson "github.com/goccy/go-json"
 
 	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/render"
 )
 
 // Options configures a Store.
@@ -78,7 +79,7 @@ type Store struct {
 	dir   string
 	opts  Options
 	cache *cache
-	quote atomic.Pointer[readmodel.USDQuote] // nil until first loaded or committed
+	quote atomic.Pointer[render.USDQuote] // nil until first loaded or committed
 
 	salesMu   sync.Mutex
 	withSales map[string]struct{} // collections known to have sales committed (hasSales)
@@ -99,7 +100,7 @@ type Store struct {
 type pageFlight struct {
 	done    chan struct{}
 	waiters int // guarded by Store.flightMu
-	page    readmodel.Page
+	page    render.Page
 	err     error
 }
 
@@ -503,24 +504,24 @@ const viewKeyBuf = 192
 
 // Collection returns the prepared detail of canonical id; NotFound if
 // absent.
-func (s *Store) Collection(ctx context.Context, id string) (readmodel.CollectionView, error) {
+func (s *Store) Collection(ctx context.Context, id string) (render.CollectionView, error) {
 	var kb [viewKeyBuf]byte
 	kk := append(append(kb[:0], pCollection...), id...)
 	c, gen, ok := s.cache.getBytes(kk)
 	if ok {
-		return c.(readmodel.CollectionView), nil
+		return c.(render.CollectionView), nil
 	}
 	k := string(kk)
 	b, ok, err := s.get([]byte(k)) // not kk: it would escape, and the buffer with it
 	if err != nil {
-		return readmodel.CollectionView{}, err
+		return render.CollectionView{}, err
 	}
 	if !ok {
-		return readmodel.CollectionView{}, notFound("collection")
+		return render.CollectionView{}, notFound("collection")
 	}
 	v, ok := decodeCollection(id, b)
 	if !ok {
-		return readmodel.CollectionView{}, readmodel.Errorf(readmodel.Internal, "corrupt collection view")
+		return render.CollectionView{}, readmodel.Errorf(readmodel.Internal, "corrupt collection view")
 	}
 	q := s.USD()
 	v.Detail, v.USD = filled(v.Detail, q), q.Version
@@ -530,24 +531,24 @@ func (s *Store) Collection(ctx context.Context, id string) (readmodel.Collection
 
 // Floor returns the prepared floor view of canonical id; NotFound if
 // absent.
-func (s *Store) Floor(ctx context.Context, id string) (readmodel.FloorView, error) {
+func (s *Store) Floor(ctx context.Context, id string) (render.FloorView, error) {
 	var kb [viewKeyBuf]byte
 	kk := append(append(kb[:0], pFloor...), id...)
 	c, gen, ok := s.cache.getBytes(kk)
 	if ok {
-		return c.(readmodel.FloorView), nil
+		return c.(render.FloorView), nil
 	}
 	k := string(kk)
 	b, ok, err := s.get([]byte(k)) // not kk: it would escape, and the buffer with it
 	if err != nil {
-		return readmodel.FloorView{}, err
+		return render.FloorView{}, err
 	}
 	if !ok {
-		return readmodel.FloorView{}, notFound("floor")
+		return render.FloorView{}, notFound("floor")
 	}
 	v, ok := decodeFloor(b)
 	if !ok {
-		return readmodel.FloorView{}, readmodel.Errorf(readmodel.Internal, "corrupt floor view")
+		return render.FloorView{}, readmodel.Errorf(readmodel.Internal, "corrupt floor view")
 	}
 	q := s.USD()
 	v.Body, v.Fallback, v.USD = filledTimed(v.Body, q), filledTimed(v.Fallback, q), q.Version
@@ -561,18 +562,18 @@ func (s *Store) Floor(ctx context.Context, id string) (readmodel.FloorView, erro
 // current. Callers compare the returned Version with what they asked for.
 // A collection with no snapshot yet yields an empty current view (version
 // 0), not an error.
-func (s *Store) Listings(ctx context.Context, id string, version uint64) (readmodel.ListingsView, error) {
+func (s *Store) Listings(ctx context.Context, id string, version uint64) (render.ListingsView, error) {
 	if version != 0 {
 		ok := make([]byte, 8)
 		binary.BigEndian.PutUint64(ok, version)
 		k := string(key(pOldListings, id, string(ok)))
 		c, gen, hit := s.cache.get(k)
 		if hit {
-			return c.(readmodel.ListingsView), nil
+			return c.(render.ListingsView), nil
 		}
 		b, found, err := s.get([]byte(k))
 		if err != nil {
-			return readmodel.ListingsView{}, err
+			return render.ListingsView{}, err
 		}
 		if found {
 			if v, good := decodeListings(b); good {
@@ -587,19 +588,19 @@ func (s *Store) Listings(ctx context.Context, id string, version uint64) (readmo
 	kk := append(append(kb[:0], pListings...), id...)
 	c, gen, ok := s.cache.getBytes(kk)
 	if ok {
-		return c.(readmodel.ListingsView), nil
+		return c.(render.ListingsView), nil
 	}
 	k := string(kk)
 	b, ok, err := s.get([]byte(k)) // not kk: it would escape, and the buffer with it
 	if err != nil {
-		return readmodel.ListingsView{}, err
+		return render.ListingsView{}, err
 	}
 	if !ok {
-		return readmodel.ListingsView{}, nil
+		return render.ListingsView{}, nil
 	}
 	v, ok := decodeListings(b)
 	if !ok {
-		return readmodel.ListingsView{}, readmodel.Errorf(readmodel.Internal, "corrupt listings view")
+		return render.ListingsView{}, readmodel.Errorf(readmodel.Internal, "corrupt listings view")
 	}
 	q := s.USD()
 	v.Items, v.USD = fillItems(v.Items, q), q.Version
@@ -611,7 +612,7 @@ func (s *Store) Listings(ctx context.Context, id string, version uint64) (readmo
 // address and tokenID exactly as the API normalized them; NotFound if the
 // token is not indexed. It keeps no reference to its arguments: the API
 // passes views of the request.
-func (s *Store) Token(ctx context.Context, chain readmodel.Chain, address, tokenID string) (readmodel.TokenView, error) {
+func (s *Store) Token(ctx context.Context, chain readmodel.Chain, address, tokenID string) (render.TokenView, error) {
 	// key(pToken, readmodel.TokenKey(chain, address, tokenID)), built on
 	// the stack: a cached view is then read without allocating.
 	var kb [viewKeyBuf]byte
@@ -619,19 +620,19 @@ func (s *Store) Token(ctx context.Context, chain readmodel.Chain, address, token
 	kk = append(append(append(append(kk, '|'), address...), '|'), tokenID...)
 	c, gen, ok := s.cache.getBytes(kk)
 	if ok {
-		return c.(readmodel.TokenView), nil
+		return c.(render.TokenView), nil
 	}
 	k := string(kk)
 	b, ok, err := s.get([]byte(k)) // not kk: it would escape, and the buffer with it
 	if err != nil {
-		return readmodel.TokenView{}, err
+		return render.TokenView{}, err
 	}
 	if !ok {
-		return readmodel.TokenView{}, notFound("token")
+		return render.TokenView{}, notFound("token")
 	}
 	v, ok := decodeToken(b)
 	if !ok {
-		return readmodel.TokenView{}, readmodel.Errorf(readmodel.Internal, "corrupt token view")
+		return render.TokenView{}, readmodel.Errorf(readmodel.Internal, "corrupt token view")
 	}
 	q := s.USD()
 	v.Body, v.USD = filledTimed(v.Body, q), q.Version
@@ -643,10 +644,10 @@ func (s *Store) Token(ctx context.Context, chain readmodel.Chain, address, token
 // time, then a hash of the sale key). after is "" or a Page.Next: a keyset
 // position, so sales added later never shift a walk. A malformed position
 // is BadRequest.
-func (s *Store) Sales(ctx context.Context, id string, after string, limit int) (readmodel.Page, error) {
+func (s *Store) Sales(ctx context.Context, id string, after string, limit int) (render.Page, error) {
 	pos, err := decodePos(after)
 	if err != nil || (pos != nil && len(pos) != 16) {
-		return readmodel.Page{}, readmodel.Errorf(readmodel.BadRequest, "bad sales position")
+		return render.Page{}, readmodel.Errorf(readmodel.BadRequest, "bad sales position")
 	}
 	return s.page(key(pSale, id, ""), pos, limit, "s|"+id+"|"+after, id)
 }
@@ -656,16 +657,16 @@ func (s *Store) Sales(ctx context.Context, id string, after string, limit int) (
 // descending), floor (stored snapshot's decimal, descending) or recent
 // (created, newest first), nulls last, ties by id. after is "" or a
 // Page.Next (a keyset position); a malformed one is BadRequest.
-func (s *Store) Browse(ctx context.Context, sort readmodel.Sort, chain readmodel.Chain, after string, limit int) (readmodel.Page, error) {
+func (s *Store) Browse(ctx context.Context, sort readmodel.Sort, chain readmodel.Chain, after string, limit int) (render.Page, error) {
 	if _, ok := readmodel.ParseSort(string(sort)); !ok {
-		return readmodel.Page{}, readmodel.Errorf(readmodel.BadRequest, "unknown sort")
+		return render.Page{}, readmodel.Errorf(readmodel.BadRequest, "unknown sort")
 	}
 	if chain != "" && !chain.Valid() {
-		return readmodel.Page{}, readmodel.Errorf(readmodel.BadRequest, "unknown chain")
+		return render.Page{}, readmodel.Errorf(readmodel.BadRequest, "unknown chain")
 	}
 	pos, err := decodePos(after)
 	if err != nil || (pos != nil && (len(pos) < 11 || pos[0] > 1 || pos[1] > 1)) {
-		return readmodel.Page{}, readmodel.Errorf(readmodel.BadRequest, "bad browse position")
+		return render.Page{}, readmodel.Errorf(readmodel.BadRequest, "bad browse position")
 	}
 	return s.page(browsePrefix(sort, chain), pos, limit, "b|"+string(sort)+"|"+string(chain)+"|"+after, "")
 }
@@ -699,7 +700,7 @@ func decodePos(after string) ([]byte, error) {
 // the cache: a reader joins only a read that started at its generation,
 // so it never gets a page older than one it could have read from the
 // cache. Safe for concurrent use.
-func (s *Store) page(prefix, pos []byte, limit int, cacheKey, salesOf string) (readmodel.Page, error) {
+func (s *Store) page(prefix, pos []byte, limit int, cacheKey, salesOf string) (render.Page, error) {
 	if limit <= 0 {
 		limit = 1
 	}
@@ -736,8 +737,8 @@ func (s *Store) page(prefix, pos []byte, limit int, cacheKey, salesOf string) (r
 }
 
 // readPage reads up to limit values after pos under prefix from Badger.
-func (s *Store) readPage(prefix, pos []byte, limit int) (readmodel.Page, error) {
-	var page readmodel.Page
+func (s *Store) readPage(prefix, pos []byte, limit int) (render.Page, error) {
+	var page render.Page
 	q := s.USD()
 	page.USD = q.Version
 	sum := uint64(14695981039346656037) // FNV-1a offset basis
@@ -779,7 +780,7 @@ func (s *Store) readPage(prefix, pos []byte, limit int) (readmodel.Page, error) 
 	}
 	page.Version = max(sum, 1)
 	if err != nil {
-		return readmodel.Page{}, internal(err, "read page")
+		return render.Page{}, internal(err, "read page")
 	}
 	return page, nil
 }

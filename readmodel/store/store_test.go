@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/render"
 )
 
 func mustOpen(t *testing.T) *Store {
@@ -25,12 +26,12 @@ func mustOpen(t *testing.T) *Store {
 
 func TestCodecsRoundTripAndRejectGarbage(t *testing.T) {
 	after := time.Date(2026, 9, 1, 12, 30, 0, 0, time.UTC)
-	lv := readmodel.ListingsView{Version: 7, Items: [][]byte{[]byte(`{"a":1}`), []byte(`{"b":2}`)}, ExpiresAt: []int64{0, 99},
+	lv := render.ListingsView{Version: 7, Items: [][]byte{[]byte(`{"a":1}`), []byte(`{"b":2}`)}, ExpiresAt: []int64{0, 99},
 		StaleSources: []readmodel.Source{readmodel.SourceOrderBook}, AllFailed: true}
-	fv := readmodel.FloorView{Version: 3, Body: readmodel.TimedBody{Head: []byte(`{"x":"`), Tail: []byte(`"}`), Timed: true},
-		FallbackAfter: after, Fallback: readmodel.TimedBody{Head: []byte(`{}`)}}
-	cv := readmodel.CollectionView{ID: "id", Chain: readmodel.Base, HasContract: true, Version: 9, Detail: []byte(`{}`)}
-	tv := readmodel.TokenView{Version: 1, Body: readmodel.TimedBody{Head: []byte(`{}`)}}
+	fv := render.FloorView{Version: 3, Body: render.TimedBody{Head: []byte(`{"x":"`), Tail: []byte(`"}`), Timed: true},
+		FallbackAfter: after, Fallback: render.TimedBody{Head: []byte(`{}`)}}
+	cv := render.CollectionView{ID: "id", Chain: readmodel.Base, HasContract: true, Version: 9, Detail: []byte(`{}`)}
+	tv := render.TokenView{Version: 1, Body: render.TimedBody{Head: []byte(`{}`)}}
 
 	gotL, ok := decodeListings(encodeListings(lv))
 	require.True(t, ok)
@@ -69,7 +70,7 @@ func TestCommitInvalidatesCache(t *testing.T) {
 	s := mustOpen(t)
 	put := func(detail string) {
 		require.NoError(t, s.Update(ctx, func(tx *Tx) error {
-			tx.PutCollection(readmodel.CollectionView{ID: "c", Chain: readmodel.Solana, Version: tx.NextVersion(), Detail: []byte(detail)})
+			tx.PutCollection(render.CollectionView{ID: "c", Chain: readmodel.Solana, Version: tx.NextVersion(), Detail: []byte(detail)})
 			return nil
 		}))
 	}
@@ -87,7 +88,7 @@ func TestCommitInvalidatesCache(t *testing.T) {
 
 	t.Run("a failed update writes nothing", func(t *testing.T) {
 		err := s.Update(ctx, func(tx *Tx) error {
-			tx.PutCollection(readmodel.CollectionView{ID: "c", Detail: []byte(`{"v":3}`)})
+			tx.PutCollection(render.CollectionView{ID: "c", Detail: []byte(`{"v":3}`)})
 			return readmodel.Errorf(readmodel.Internal, "boom")
 		})
 		require.Error(t, err)
@@ -102,7 +103,7 @@ func TestDigestIgnoresVersionsAndBookkeeping(t *testing.T) {
 	a, b := mustOpen(t), mustOpen(t)
 	write := func(s *Store, version uint64, pos uint64) {
 		require.NoError(t, s.Update(ctx, func(tx *Tx) error {
-			tx.PutCollection(readmodel.CollectionView{ID: "c", Chain: readmodel.Solana, Version: version, Detail: []byte(`{}`)})
+			tx.PutCollection(render.CollectionView{ID: "c", Chain: readmodel.Solana, Version: version, Detail: []byte(`{}`)})
 			tx.SetPosition("S", StreamPos{Seq: pos, ID: "x"})
 			return nil
 		}))
@@ -117,7 +118,7 @@ func TestDigestIgnoresVersionsAndBookkeeping(t *testing.T) {
 	assert.Len(t, da, 64)
 
 	require.NoError(t, b.Update(ctx, func(tx *Tx) error {
-		tx.PutCollection(readmodel.CollectionView{ID: "c", Chain: readmodel.Solana, Version: 6, Detail: []byte(`{"changed":true}`)})
+		tx.PutCollection(render.CollectionView{ID: "c", Chain: readmodel.Solana, Version: 6, Detail: []byte(`{"changed":true}`)})
 		return nil
 	}))
 	db, err = b.Digest(ctx)
@@ -127,14 +128,14 @@ func TestDigestIgnoresVersionsAndBookkeeping(t *testing.T) {
 
 func TestCacheStaysWithinItsByteBound(t *testing.T) {
 	c := newCache(1000, 64<<10)
-	big := readmodel.CollectionView{ID: "x", Detail: make([]byte, 3000)}
+	big := render.CollectionView{ID: "x", Detail: make([]byte, 3000)}
 	for i := 0; i < 500; i++ {
 		c.put(strconv.Itoa(i), big, c.gen)
-		c.putPage("p"+strconv.Itoa(i), "", c.browseGen, readmodel.Page{Items: [][]byte{make([]byte, 1000)}})
+		c.putPage("p"+strconv.Itoa(i), "", c.browseGen, render.Page{Items: [][]byte{make([]byte, 1000)}})
 		require.LessOrEqual(t, c.bytes, int64(64<<10))
 	}
 	assert.NotEmpty(t, c.views, "recent entries are kept")
-	c.put("too-big", readmodel.CollectionView{Detail: make([]byte, 64<<10)}, c.gen)
+	c.put("too-big", render.CollectionView{Detail: make([]byte, 64<<10)}, c.gen)
 	_, _, ok := c.get("too-big")
 	assert.False(t, ok, "an entry above a sixteenth of the bound is not cached")
 }
@@ -147,7 +148,7 @@ func openWithC1(t *testing.T, dir string) *Store {
 	s, err := Open(ctx, dir, Options{})
 	require.NoError(t, err)
 	require.NoError(t, s.Update(ctx, func(tx *Tx) error {
-		tx.PutCollection(readmodel.CollectionView{ID: "c1", Version: 1, Detail: []byte(`{}`)})
+		tx.PutCollection(render.CollectionView{ID: "c1", Version: 1, Detail: []byte(`{}`)})
 		return nil
 	}))
 	return s
@@ -224,7 +225,7 @@ func TestGarbageCollectionReclaimsRewrittenViews(t *testing.T) {
 		for part := 0; part < 4; part++ {
 			require.NoError(t, s.Update(ctx, func(tx *Tx) error {
 				for c := part * 250; c < (part+1)*250; c++ {
-					tx.PutCollection(readmodel.CollectionView{ID: "c" + strconv.Itoa(c), Version: uint64(round + 1), Detail: body})
+					tx.PutCollection(render.CollectionView{ID: "c" + strconv.Itoa(c), Version: uint64(round + 1), Detail: body})
 				}
 				return nil
 			}))
@@ -255,9 +256,9 @@ func TestGarbageCollectionReclaimsRewrittenViews(t *testing.T) {
 func TestViewsAreFilledWithTheCurrentQuote(t *testing.T) {
 	ctx := context.Background()
 	s := mustOpen(t)
-	body := readmodel.TemplateUSD([]byte(`{"floor":{"raw":"1500000000000000000","decimal":1.5,"currency":"ETH","usd":null}}`))
+	body := render.TemplateUSD([]byte(`{"floor":{"raw":"1500000000000000000","decimal":1.5,"currency":"ETH","usd":null}}`))
 	require.NoError(t, s.Update(ctx, func(tx *Tx) error {
-		tx.PutCollection(readmodel.CollectionView{ID: "c1", Version: 1, Detail: body})
+		tx.PutCollection(render.CollectionView{ID: "c1", Version: 1, Detail: body})
 		tx.PutQuote(readmodel.USDRates{"ETH": 2000}, true)
 		return nil
 	}))
@@ -277,7 +278,7 @@ func TestViewsAreFilledWithTheCurrentQuote(t *testing.T) {
 			v, err := s.Collection(ctx, "c1")
 			require.NoError(t, err)
 			assert.True(t, strings.HasSuffix(string(v.Detail), tt.want+"}"), "%s", v.Detail)
-			assert.Equal(t, readmodel.NewUSDQuote(tt.rates, tt.feedOK).Version, v.USD)
+			assert.Equal(t, render.NewUSDQuote(tt.rates, tt.feedOK).Version, v.USD)
 			again, err := s.Collection(ctx, "c1")
 			require.NoError(t, err)
 			assert.Equal(t, v.Detail, again.Detail, "served from the cache")
@@ -312,7 +313,7 @@ func TestDueWalk(t *testing.T) {
 	s := mustOpen(t)
 	ctx := context.Background()
 	now := time.UnixMilli(1_800_000_000_000)
-	tv := readmodel.TokenView{Version: 1, Body: readmodel.TimedBody{Head: []byte(`{}`)}}
+	tv := render.TokenView{Version: 1, Body: render.TimedBody{Head: []byte(`{}`)}}
 	require.NoError(t, s.Update(ctx, func(tx *Tx) error {
 		for i := 0; i < 10; i++ {
 			// t0..t9 due at now-10s .. now-1s, and u0..u9 after now.
@@ -338,7 +339,7 @@ func TestDueWalk(t *testing.T) {
 			}
 			require.NoError(t, s.Update(ctx, func(tx *Tx) error {
 				for _, k := range due {
-					tx.PutToken(k, readmodel.TokenView{Version: 2, Body: readmodel.TimedBody{Head: []byte(`{"r":1}`)}}, moveTo)
+					tx.PutToken(k, render.TokenView{Version: 2, Body: render.TimedBody{Head: []byte(`{"r":1}`)}}, moveTo)
 				}
 				return nil
 			}))

@@ -11,16 +11,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/render"
 )
 
 // tokenViews are a token page as the projector renders it (timed: an
 // overlay listing's timestamp is the slot) and a minimal one.
-func tokenViews() []readmodel.TokenView {
+func tokenViews() []render.TokenView {
 	head := []byte(`{"data":{"chain":"ethereum","contractAddress":"0xd625d0e38643073ead8fa9492eb6b079124adeaf","tokenId":"1","mint":null,"collectionId":"ethereum_0xd625d0e38643073ead8fa9492eb6b079124adeaf","name":"Rusty Punks #1","image":"https://img.sim.marketd.test/1/0.png","rarity":{"rank":2},"owner":{"address":"0xbd881d8a7d88b16b3ac82f257ec94b5aaf905f2b","kind":"wallet","label":null},"listing":{"chain":"ethereum","contractAddress":"0xd625d0e38643073ead8fa9492eb6b079124adeaf","tokenId":"1","mint":null,"collectionId":"ethereum_0xd625d0e38643073ead8fa9492eb6b079124adeaf","price":{"raw":"37454417000883752007","decimal":37.45441700088375,"currency":"ETH","usd":112750.53},"seller":"0xbd881d8a7d88b16b3ac82f257ec94b5aaf905f2b","buyer":null,"marketplace":"NATIVE","status":"active","expiresAt":"2026-12-23T08:22:27.000Z","timestamp":"`)
 	tail := []byte(`","orderId":"ethereum_0xd625d0e38643073ead8fa9492eb6b079124adeaf_1_1795422147000","tx":null},"lastSale":null}}`)
-	return []readmodel.TokenView{
-		{Version: 7, Body: readmodel.TimedBody{Timed: true, Head: head, Tail: tail}},
-		{Version: 9, Body: readmodel.TimedBody{Head: []byte(`{"data":{"chain":"ethereum","tokenId":"2","listing":null}}`)}},
+	return []render.TokenView{
+		{Version: 7, Body: render.TimedBody{Timed: true, Head: head, Tail: tail}},
+		{Version: 9, Body: render.TimedBody{Head: []byte(`{"data":{"chain":"ethereum","tokenId":"2","listing":null}}`)}},
 	}
 }
 
@@ -81,7 +82,7 @@ func TestTokenViewsStoredCompressed(t *testing.T) {
 
 // encodeTokenWithTrailer is encodeToken with a byte after the body inside
 // the block.
-func encodeTokenWithTrailer(v readmodel.TokenView) []byte {
+func encodeTokenWithTrailer(v render.TokenView) []byte {
 	raw := &enc{}
 	raw.timed(v.Body)
 	raw.b = append(raw.b, 0)

@@ -13,6 +13,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/render"
 )
 
 // Tx is one read-write Badger transaction of the projector: the inputs it
@@ -25,7 +26,7 @@ type Tx struct {
 	aliases bool
 	browse  bool
 	sales   []string
-	quote   *readmodel.USDQuote // set by PutQuote: served after the commit
+	quote   *render.USDQuote // set by PutQuote: served after the commit
 	err     error
 
 	// newSales holds, per collection AddSale saw in this transaction, the
@@ -338,12 +339,12 @@ func (t *Tx) Collections(after string, limit int) ([]string, error) {
 // --- views --------------------------------------------------------------
 
 // PutCollection writes cid's collection view.
-func (t *Tx) PutCollection(v readmodel.CollectionView) {
+func (t *Tx) PutCollection(v render.CollectionView) {
 	t.viewIfChanged(key(pCollection, v.ID), encodeCollection(v))
 }
 
 // PutFloor writes cid's floor view.
-func (t *Tx) PutFloor(cid string, v readmodel.FloorView) {
+func (t *Tx) PutFloor(cid string, v render.FloorView) {
 	t.viewIfChanged(key(pFloor, cid), encodeFloor(v))
 }
 
@@ -352,7 +353,7 @@ func (t *Tx) DeleteFloor(cid string) { t.delView(key(pFloor, cid)) }
 
 // PutListings writes cid's current listing snapshot and keeps the one it
 // supersedes readable by version for Options.ListingsRetention.
-func (t *Tx) PutListings(cid string, v readmodel.ListingsView) {
+func (t *Tx) PutListings(cid string, v render.ListingsView) {
 	old, unchanged := t.viewIfChanged(key(pListings, cid), encodeListings(v))
 	if !unchanged && len(old) >= 8 && !t.s.opts.NoSuperseded {
 		ok := key(pOldListings, cid, string(old[:8]))
@@ -372,7 +373,7 @@ type PreparedToken struct {
 // changes by the clock alone: its listing expires; zero: never). It does
 // no I/O and is safe for concurrent use: a writer can have many views
 // encoded in parallel, then put them in one transaction.
-func PrepareToken(v readmodel.TokenView, deadline time.Time) PreparedToken {
+func PrepareToken(v render.TokenView, deadline time.Time) PreparedToken {
 	ms := unixMs(deadline)
 	return PreparedToken{enc: encodeToken(v, ms), ms: ms}
 }
@@ -380,7 +381,7 @@ func PrepareToken(v readmodel.TokenView, deadline time.Time) PreparedToken {
 // PutToken writes the token view under its token key.
 // deadline is when the view next changes by the clock alone (its listing
 // expires; zero: never): DueTokens returns it from then on.
-func (t *Tx) PutToken(tokenKey string, v readmodel.TokenView, deadline time.Time) {
+func (t *Tx) PutToken(tokenKey string, v render.TokenView, deadline time.Time) {
 	t.PutPreparedToken(tokenKey, PrepareToken(v, deadline), false)
 }
 

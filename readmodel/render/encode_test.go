@@ -1,4 +1,4 @@
-package readmodel
+package render
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/marketd/marketd/internal/jsontest"
+	"github.com/marketd/marketd/readmodel"
 )
 
 // stdOrNull is what MarshalItem promises: encoding/json's bytes, or null.
@@ -26,7 +27,7 @@ func stdOrNull(v any) []byte {
 func TestAppendersMatchEncodingJSON(t *testing.T) {
 	r := rand.New(rand.NewSource(20261123))
 	for i := 0; i < 20000; i++ {
-		var it MarketItem
+		var it readmodel.MarketItem
 		jsontest.FillNonFinite(r, reflect.ValueOf(&it).Elem())
 		require.Equal(t, string(stdOrNull(it)), string(MarshalItem(it)), "item %d: %#v", i, it)
 		require.Equal(t, string(stdOrNull(&it)), string(MarshalItem(&it)), "item %d", i)
@@ -42,11 +43,11 @@ func FuzzAppendersMatchEncodingJSON(f *testing.F) {
 	f.Add("0xAbC", "<script>&\u2028", 1.5, int64(3))
 	f.Add("\xff\xfe\x00", "コ😀\\\"", 1e-7, int64(-1))
 	f.Fuzz(func(t *testing.T, s1, s2 string, x float64, n int64) {
-		it := MarketItem{Chain: Chain(s1), ContractAddress: &s2, CollectionID: s2, Marketplace: s1, Timestamp: s2,
-			Price: Price{Raw: s1, Decimal: x, Currency: s2, USD: &x}}
+		it := readmodel.MarketItem{Chain: readmodel.Chain(s1), ContractAddress: &s2, CollectionID: s2, Marketplace: s1, Timestamp: s2,
+			Price: readmodel.Price{Raw: s1, Decimal: x, Currency: s2, USD: &x}}
 		require.Equal(t, string(stdOrNull(it)), string(MarshalItem(it)))
-		d := tokenDetail{Chain: Chain(s2), Name: &s1, Rarity: tokenRarity{Rank: &n}, Owner: tokenOwner{Label: &s1, Kind: OwnerKind(s2)}, Listing: &it,
-			LastSale: &lastSale{Price: Price{Raw: s2, Decimal: -x}}}
+		d := tokenDetail{Chain: readmodel.Chain(s2), Name: &s1, Rarity: tokenRarity{Rank: &n}, Owner: tokenOwner{Label: &s1, Kind: OwnerKind(s2)}, Listing: &it,
+			LastSale: &lastSale{Price: readmodel.Price{Raw: s2, Decimal: -x}}}
 		require.Equal(t, string(stdOrNull(d)), string(MarshalItem(d)))
 	})
 }

@@ -1,10 +1,12 @@
-package readmodel
+package render
 
 import (
 	"bytes"
 	"encoding/binary"
 	"math"
 	"strconv"
+
+	"github.com/marketd/marketd/readmodel"
 )
 
 // USD at read time.
@@ -51,7 +53,7 @@ type USDQuote struct {
 // NewUSDQuote returns the quote of rates, or one that knows no rate when
 // the price feed's latest poll failed (feedOK false). Rates that are not
 // finite and positive are unknown.
-func NewUSDQuote(rates USDRates, feedOK bool) *USDQuote {
+func NewUSDQuote(rates readmodel.USDRates, feedOK bool) *USDQuote {
 	q := &USDQuote{}
 	h := uint64(14695981039346656037)
 	mix := func(v uint64) {

@@ -1,10 +1,12 @@
-package readmodel
+package normalize
 
 import (
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/marketd/marketd/readmodel"
 )
 
 // FuzzNormalizeListing feeds arbitrary upstream JSON to the listing, sale
@@ -20,8 +22,8 @@ func FuzzNormalizeListing(f *testing.F) {
 		if json.Unmarshal(b, &in) != nil {
 			return
 		}
-		for _, src := range []Source{SourceOrderBook, SourceIndexerMirror} {
-			r, err := NormalizeListing(src, in, now)
+		for _, src := range []readmodel.Source{readmodel.SourceOrderBook, readmodel.SourceIndexerMirror} {
+			r, err := Listing(src, in, now)
 			if err != nil {
 				if ReasonOf(err) == "" {
 					t.Fatalf("error without reason: %v", err)
@@ -35,24 +37,24 @@ func FuzzNormalizeListing(f *testing.F) {
 		}
 		var s RawSale
 		if json.Unmarshal(b, &s) == nil {
-			if r, err := NormalizeSale(s); err == nil {
+			if r, err := Sale(s); err == nil {
 				checkRow(t, r.Chain, r.ContractAddress, r.CollectionID, r.PriceRaw)
 			}
 		}
 		var tok RawToken
 		if json.Unmarshal(b, &tok) == nil {
-			_, _ = NormalizeToken(tok, now)
+			_, _ = Token(tok, now)
 		}
 		var c RawCollection
 		if json.Unmarshal(b, &c) == nil {
-			if d, err := NormalizeCollection(c); err == nil && d.ID != strings.ToLower(d.ID) {
+			if d, err := Collection(c); err == nil && d.ID != strings.ToLower(d.ID) {
 				t.Fatalf("collection id not lowercase: %q", d.ID)
 			}
 		}
 	})
 }
 
-func checkRow(t *testing.T, c Chain, contract, collectionID, raw string) {
+func checkRow(t *testing.T, c readmodel.Chain, contract, collectionID, raw string) {
 	t.Helper()
 	if !c.Valid() {
 		t.Fatalf("invalid chain %q accepted", c)
@@ -63,7 +65,7 @@ func checkRow(t *testing.T, c Chain, contract, collectionID, raw string) {
 	if collectionID != strings.ToLower(collectionID) {
 		t.Fatalf("collection id not lowercase: %q", collectionID)
 	}
-	if n, err := ParseRaw(raw); err != nil || n.String() != raw {
+	if n, err := readmodel.ParseRaw(raw); err != nil || n.String() != raw {
 		t.Fatalf("raw %q not canonical", raw)
 	}
 }

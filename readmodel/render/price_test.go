@@ -1,4 +1,4 @@
-package readmodel
+package render
 
 import (
 	"math/big"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/marketd/marketd/readmodel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -16,7 +17,7 @@ import (
 func TestPriceOfMatchesExactArithmetic(t *testing.T) {
 	r := rand.New(rand.NewSource(20261123))
 	for i := 0; i < 20000; i++ {
-		digits := make([]byte, 1+r.Intn(MaxRawDigits))
+		digits := make([]byte, 1+r.Intn(readmodel.MaxRawDigits))
 		for k := range digits {
 			digits[k] = byte('0' + r.Intn(10))
 		}
@@ -26,7 +27,7 @@ func TestPriceOfMatchesExactArithmetic(t *testing.T) {
 		raw := string(digits)
 		n, ok := new(big.Int).SetString(raw, 10)
 		require.True(t, ok)
-		for _, c := range []Chain{Solana, Ethereum} {
+		for _, c := range []readmodel.Chain{readmodel.Solana, readmodel.Ethereum} {
 			p, ok := PriceOf(c, raw, nil)
 			require.True(t, ok, raw)
 			want, _ := new(big.Rat).SetFrac(n, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(c.Decimals())), nil)).Float64()
@@ -34,8 +35,8 @@ func TestPriceOfMatchesExactArithmetic(t *testing.T) {
 			require.Equal(t, want, p.Decimal, "%s on %s", raw, c)
 		}
 	}
-	for _, bad := range []string{"", "-1", "1.5", "1e3", " 1", strings.Repeat("9", MaxRawDigits+1)} {
-		_, ok := PriceOf(Ethereum, bad, nil)
+	for _, bad := range []string{"", "-1", "1.5", "1e3", " 1", strings.Repeat("9", readmodel.MaxRawDigits+1)} {
+		_, ok := PriceOf(readmodel.Ethereum, bad, nil)
 		assert.False(t, ok, "%q", bad)
 	}
 }

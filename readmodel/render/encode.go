@@ -1,9 +1,11 @@
-package readmodel
+package render
 
 import (
 	"math"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/marketd/marketd/readmodel"
 )
 
 // The projector renders every listing, sale and token it applies; with
@@ -92,7 +94,7 @@ func appendFloatPtr(b []byte, p *float64) ([]byte, bool) {
 	return appendFiniteFloat(b, *p)
 }
 
-func (p *Price) appendJSON(b []byte) ([]byte, bool) {
+func appendPrice(b []byte, p *readmodel.Price) ([]byte, bool) {
 	b = append(b, `{"raw":`...)
 	b = appendJSONString(b, p.Raw)
 	b = append(b, `,"decimal":`...)
@@ -111,7 +113,7 @@ func (p *Price) appendJSON(b []byte) ([]byte, bool) {
 
 // appendAsset opens an object with the asset fields MarketItem and
 // TokenDetail share, in their wire order.
-func appendAsset(b []byte, c Chain, contract, tokenID, mint *string, collectionID string) []byte {
+func appendAsset(b []byte, c readmodel.Chain, contract, tokenID, mint *string, collectionID string) []byte {
 	b = append(b, `{"chain":`...)
 	b = appendJSONString(b, string(c))
 	b = append(b, `,"contractAddress":`...)
@@ -124,10 +126,10 @@ func appendAsset(b []byte, c Chain, contract, tokenID, mint *string, collectionI
 	return appendJSONString(b, collectionID)
 }
 
-func (it *MarketItem) appendJSON(b []byte) ([]byte, bool) {
+func appendItem(b []byte, it *readmodel.MarketItem) ([]byte, bool) {
 	b = appendAsset(b, it.Chain, it.ContractAddress, it.TokenID, it.Mint, it.CollectionID)
 	b = append(b, `,"price":`...)
-	b, ok := it.Price.appendJSON(b)
+	b, ok := appendPrice(b, &it.Price)
 	if !ok {
 		return b, false
 	}
@@ -172,7 +174,7 @@ func (d *tokenDetail) appendJSON(b []byte) ([]byte, bool) {
 	ok := true
 	if d.Listing == nil {
 		b = append(b, "null"...)
-	} else if b, ok = d.Listing.appendJSON(b); !ok {
+	} else if b, ok = appendItem(b, d.Listing); !ok {
 		return b, false
 	}
 	b = append(b, `,"lastSale":`...)
@@ -180,7 +182,7 @@ func (d *tokenDetail) appendJSON(b []byte) ([]byte, bool) {
 		b = append(b, "null"...)
 	} else {
 		b = append(b, `{"price":`...)
-		if b, ok = d.LastSale.Price.appendJSON(b); !ok {
+		if b, ok = appendPrice(b, &d.LastSale.Price); !ok {
 			return b, false
 		}
 		b = append(b, '}')

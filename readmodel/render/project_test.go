@@ -1,4 +1,4 @@
-package readmodel_test
+package render_test
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/render"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -20,31 +21,31 @@ func TestMergeListingsStaleness(t *testing.T) {
 			CollectionID: "ethereum_0xab", PriceRaw: raw, Marketplace: market, Status: readmodel.StatusActive,
 			Timestamp: now.Add(-time.Hour), OrderID: market + token}
 	}
-	ok := func(rows ...readmodel.ListingRow) readmodel.ListingSource {
-		return readmodel.ListingSource{Rows: rows, ObservedAt: now, LastGoodAt: now}
+	ok := func(rows ...readmodel.ListingRow) render.ListingSource {
+		return render.ListingSource{Rows: rows, ObservedAt: now, LastGoodAt: now}
 	}
-	failed := readmodel.ListingSource{Failed: true, LastGoodAt: now.Add(-time.Hour)}
+	failed := render.ListingSource{Failed: true, LastGoodAt: now.Add(-time.Hour)}
 	tests := []struct {
 		name      string
-		in        readmodel.SnapshotInputs
+		in        render.SnapshotInputs
 		stale     []readmodel.Source
 		allFailed bool
 		rows      int
 	}{
-		{"healthy", readmodel.SnapshotInputs{HasContract: true, OrderBook: ok(row("NATIVE", "1", "5")), Mirror: ok(row("ext", "2", "6"))}, nil, false, 2},
-		{"no contract: order-book stale, no native rows", readmodel.SnapshotInputs{HasContract: false, OrderBook: ok(row("NATIVE", "1", "5")), Mirror: ok(row("ext", "2", "6"))},
+		{"healthy", render.SnapshotInputs{HasContract: true, OrderBook: ok(row("NATIVE", "1", "5")), Mirror: ok(row("ext", "2", "6"))}, nil, false, 2},
+		{"no contract: order-book stale, no native rows", render.SnapshotInputs{HasContract: false, OrderBook: ok(row("NATIVE", "1", "5")), Mirror: ok(row("ext", "2", "6"))},
 			[]readmodel.Source{readmodel.SourceOrderBook}, false, 1},
-		{"no contract and mirror failed: every source failed", readmodel.SnapshotInputs{HasContract: false, OrderBook: ok(), Mirror: failed},
+		{"no contract and mirror failed: every source failed", render.SnapshotInputs{HasContract: false, OrderBook: ok(), Mirror: failed},
 			[]readmodel.Source{readmodel.SourceOrderBook, readmodel.SourceIndexerMirror}, true, 0},
-		{"order-book failed", readmodel.SnapshotInputs{HasContract: true, OrderBook: failed, Mirror: ok(row("ext", "2", "6"))},
+		{"order-book failed", render.SnapshotInputs{HasContract: true, OrderBook: failed, Mirror: ok(row("ext", "2", "6"))},
 			[]readmodel.Source{readmodel.SourceOrderBook}, false, 1},
-		{"both failed", readmodel.SnapshotInputs{HasContract: true, OrderBook: failed, Mirror: failed},
+		{"both failed", render.SnapshotInputs{HasContract: true, OrderBook: failed, Mirror: failed},
 			[]readmodel.Source{readmodel.SourceOrderBook, readmodel.SourceIndexerMirror}, true, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.in.Now, tt.in.Retention = now, time.Minute
-			snap := readmodel.MergeListings(tt.in)
+			snap := render.MergeListings(tt.in)
 			assert.Equal(t, tt.stale, snap.StaleSources)
 			assert.Equal(t, tt.allFailed, snap.AllFailed)
 			assert.Len(t, snap.Rows, tt.rows)
@@ -72,8 +73,8 @@ func TestMergeListingsHoldsUntilDeadline(t *testing.T) {
 		}
 		return r
 	}
-	source := func(rows []readmodel.ListingRow) readmodel.ListingSource {
-		s := readmodel.ListingSource{Rows: rows, ObservedAt: now}
+	source := func(rows []readmodel.ListingRow) render.ListingSource {
+		s := render.ListingSource{Rows: rows, ObservedAt: now}
 		if rng.IntN(6) == 0 {
 			s.Failed, s.LastGoodAt = true, now.Add(-time.Duration(rng.IntN(8))*time.Minute)
 		}
@@ -87,7 +88,7 @@ func TestMergeListingsHoldsUntilDeadline(t *testing.T) {
 		rows                  []string
 		floor, mirrorCheapest string
 	}
-	view := func(s readmodel.Snapshot, at time.Time) served {
+	view := func(s render.Snapshot, at time.Time) served {
 		var v served
 		for i := range s.Rows {
 			if s.Rows[i].Live(at) {
@@ -129,9 +130,9 @@ func TestMergeListingsHoldsUntilDeadline(t *testing.T) {
 				mirror = append(mirror, row(i, "opensea"))
 			}
 		}
-		in := readmodel.SnapshotInputs{HasContract: rng.IntN(8) > 0, OrderBook: source(book), Mirror: source(mirror),
+		in := render.SnapshotInputs{HasContract: rng.IntN(8) > 0, OrderBook: source(book), Mirror: source(mirror),
 			Now: now, Retention: 5 * time.Minute}
-		snap := readmodel.MergeListings(in)
+		snap := render.MergeListings(in)
 		if len(book)+len(mirror) > readmodel.ListingsCeiling {
 			cut++
 		}
@@ -140,7 +141,7 @@ func TestMergeListingsHoldsUntilDeadline(t *testing.T) {
 				break
 			}
 			in.Now = at
-			want := readmodel.MergeListings(in)
+			want := render.MergeListings(in)
 			if !assert.Equal(t, view(want, at), view(snap, at), "market %d at +%s (deadline +%s)", n, at.Sub(now), snap.Deadline.Sub(now)) {
 				return
 			}

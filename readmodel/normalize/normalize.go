@@ -1,4 +1,4 @@
-package readmodel
+package normalize
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/marketd/marketd/readmodel"
 )
 
 // This file is the one place where upstream rows become normalized rows.
@@ -84,14 +86,6 @@ func ReasonOf(err error) RejectReason {
 	return RejectBadField
 }
 
-// Field bounds. Anything longer is upstream garbage (RejectOversized).
-const (
-	MaxIDLen          = 200  // ids, order ids, slugs, names, tx hashes
-	MaxTokenIDLen     = 100  // EVM token id digits (SPEC §8)
-	MaxURLLen         = 2048 // image and banner URLs
-	MaxDescriptionLen = 8192 // free text
-)
-
 // LegacyOrderIDPrefix is the brand prefix that mirrored native Solana
 // listing ids carried before August 2026 ("brand:<mint>_<millis>"). The
 // mirror adapter strips it so the id equals the order-book listing id. The
@@ -102,32 +96,26 @@ const LegacyOrderIDPrefix = "brand:"
 // earlier rows were dated at write time (SPEC §2 timestamp rules).
 var SaleTimestampCutoff = time.Date(2026, 8, 23, 0, 0, 0, 0, time.UTC)
 
-// NormalizeChain parses an upstream chain name, case-insensitively.
-func NormalizeChain(s string) (Chain, error) {
-	if c, ok := ParseChain(strings.ToLower(strings.TrimSpace(s))); ok {
+// Chain parses an upstream chain name, case-insensitively.
+func Chain(s string) (readmodel.Chain, error) {
+	if c, ok := readmodel.ParseChain(strings.ToLower(strings.TrimSpace(s))); ok {
 		return c, nil
 	}
 	return "", normReject(RejectUnknownChain, "chain", "%q", normClip(s))
 }
 
-// NormalizeEVMAddress validates a 0x-prefixed 40-hex-digit address and
+// EVMAddress validates a 0x-prefixed 40-hex-digit address and
 // returns it lowercase.
-func NormalizeEVMAddress(s string) (string, error) {
-	if len(s) > MaxIDLen {
+func EVMAddress(s string) (string, error) {
+	if len(s) > readmodel.MaxIDLen {
 		return "", normReject(RejectOversized, "address", "%d bytes", len(s))
 	}
-	if len(s) != 42 || (s[:2] != "0x" && s[:2] != "0X") {
+	if !readmodel.IsEVMAddress(s) {
 		return "", normReject(RejectBadAddress, "address", "%q is not 0x + 40 hex digits", normClip(s))
 	}
 	lower := s[1] == 'x'
-	for i := 2; i < len(s); i++ {
-		switch c := s[i]; {
-		case c >= '0' && c <= '9', c >= 'a' && c <= 'f':
-		case c >= 'A' && c <= 'F':
-			lower = false
-		default:
-			return "", normReject(RejectBadAddress, "address", "%q is not 0x + 40 hex digits", normClip(s))
-		}
+	for i := 2; lower && i < len(s); i++ {
+		lower = s[i] < 'A' || s[i] > 'F'
 	}
 	if lower {
 		return s, nil
@@ -143,62 +131,43 @@ func NormalizeEVMAddress(s string) (string, error) {
 	return string(b[:]), nil
 }
 
-// IsEVMAddress reports whether s is 0x plus 40 hex digits, in any case.
-func IsEVMAddress(s string) bool { _, err := NormalizeEVMAddress(s); return err == nil }
-
-const normBase58Alphabet = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
-
-// IsBase58 reports whether s is a Solana base58 address: 32 to 44
-// characters of the Bitcoin base58 alphabet. Case is significant.
-func IsBase58(s string) bool {
-	if len(s) < 32 || len(s) > 44 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if strings.IndexByte(normBase58Alphabet, s[i]) < 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// NormalizeSolanaAddress validates a base58 mint or wallet and returns it
+// SolanaAddress validates a base58 mint or wallet and returns it
 // byte-for-byte (never case-folded).
-func NormalizeSolanaAddress(s string) (string, error) {
-	if len(s) > MaxIDLen {
+func SolanaAddress(s string) (string, error) {
+	if len(s) > readmodel.MaxIDLen {
 		return "", normReject(RejectOversized, "address", "%d bytes", len(s))
 	}
-	if !IsBase58(s) {
+	if !readmodel.IsBase58(s) {
 		return "", normReject(RejectBadAddress, "address", "%q is not base58 of 32 to 44 characters", normClip(s))
 	}
 	return s, nil
 }
 
-// NormalizeAddress validates an address (contract, mint or wallet) on chain
+// Address validates an address (contract, mint or wallet) on chain
 // c: lowercase EVM, byte-for-byte Solana.
-func NormalizeAddress(c Chain, s string) (string, error) {
-	if c == Solana {
-		return NormalizeSolanaAddress(s)
+func Address(c readmodel.Chain, s string) (string, error) {
+	if c == readmodel.Solana {
+		return SolanaAddress(s)
 	}
-	return NormalizeEVMAddress(s)
+	return EVMAddress(s)
 }
 
-// normalizeOptionalAddress is NormalizeAddress where "" means null.
-func normalizeOptionalAddress(c Chain, field, s string) (string, error) {
+// normalizeOptionalAddress is Address where "" means null.
+func normalizeOptionalAddress(c readmodel.Chain, field, s string) (string, error) {
 	if s == "" {
 		return "", nil
 	}
-	a, err := NormalizeAddress(c, s)
+	a, err := Address(c, s)
 	if err != nil {
 		return "", normWithField(err, field)
 	}
 	return a, nil
 }
 
-// NormalizeTokenID validates an EVM token id: a decimal integer of 1 to
+// TokenID validates an EVM token id: a decimal integer of 1 to
 // MaxTokenIDLen digits, returned without leading zeros.
-func NormalizeTokenID(s string) (string, error) {
-	if len(s) > MaxTokenIDLen {
+func TokenID(s string) (string, error) {
+	if len(s) > readmodel.MaxTokenIDLen {
 		return "", normReject(RejectOversized, "tokenId", "%d bytes", len(s))
 	}
 	if s == "" {
@@ -216,16 +185,10 @@ func NormalizeTokenID(s string) (string, error) {
 	return t, nil
 }
 
-// CollectionIDFor is the canonical collection document id of a contract on
-// a chain: "<chain>_<contract>", lowercased on every chain.
-func CollectionIDFor(c Chain, contract string) string {
-	return strings.ToLower(string(c) + "_" + contract)
-}
-
-// NormalizeCollectionID lowercases an upstream collection id and checks its
+// CollectionID lowercases an upstream collection id and checks its
 // size and characters (printable ASCII, no spaces).
-func NormalizeCollectionID(s string) (string, error) {
-	if len(s) > MaxIDLen {
+func CollectionID(s string) (string, error) {
+	if len(s) > readmodel.MaxIDLen {
 		return "", normReject(RejectOversized, "collectionId", "%d bytes", len(s))
 	}
 	if s == "" {
@@ -237,14 +200,14 @@ func NormalizeCollectionID(s string) (string, error) {
 	return strings.ToLower(s), nil
 }
 
-// NormalizePriceRaw validates an integer amount of base units and returns it
+// PriceRaw validates an integer amount of base units and returns it
 // canonical (no leading zeros). Negative, fractional, exponent, hex and
 // empty values are RejectBadPrice.
-func NormalizePriceRaw(s string) (string, error) {
+func PriceRaw(s string) (string, error) {
 	// The rules of ParseRaw, without a big.Int: 1 to MaxRawDigits ASCII
 	// digits; canonical form drops leading zeros.
-	if s == "" || len(s) > MaxRawDigits {
-		return "", normReject(RejectBadPrice, "price", "%q is not an integer of 1 to %d digits", normClip(s), MaxRawDigits)
+	if s == "" || len(s) > readmodel.MaxRawDigits {
+		return "", normReject(RejectBadPrice, "price", "%q is not an integer of 1 to %d digits", normClip(s), readmodel.MaxRawDigits)
 	}
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
@@ -260,8 +223,8 @@ func NormalizePriceRaw(s string) (string, error) {
 	return "0", nil
 }
 
-// NormalizeTime parses an RFC 3339 upstream time; "" is the zero time.
-func NormalizeTime(field, s string) (time.Time, error) {
+// Time parses an RFC 3339 upstream time; "" is the zero time.
+func Time(field, s string) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
@@ -275,12 +238,12 @@ func NormalizeTime(field, s string) (time.Time, error) {
 	return t.UTC(), nil
 }
 
-// NormalizeMarketplace returns MarketplaceNative for the native marker (any
+// Marketplace returns MarketplaceNative for the native marker (any
 // case) and otherwise the lowercase external slug, which must be 1 to 64
 // characters of [a-z0-9._-].
-func NormalizeMarketplace(s string) (string, error) {
-	if strings.EqualFold(s, MarketplaceNative) {
-		return MarketplaceNative, nil
+func Marketplace(s string) (string, error) {
+	if strings.EqualFold(s, readmodel.MarketplaceNative) {
+		return readmodel.MarketplaceNative, nil
 	}
 	if len(s) > 64 {
 		return "", normReject(RejectOversized, "marketplace", "%d bytes", len(s))
@@ -320,12 +283,12 @@ type RawListing struct {
 	BuyerTotal   Amount `json:"buyerTotal,omitempty"` // external: buyer all-in total
 }
 
-// NormalizeListing turns an upstream listing from src (SourceOrderBook or
+// Listing turns an upstream listing from src (SourceOrderBook or
 // SourceIndexerMirror) into a ListingRow as of the poll time now. Order-book
 // rows are native by definition. Rows that are not active, or whose expiry
 // is not after now, are rejected with RejectInactive / RejectExpired.
-func NormalizeListing(src Source, in RawListing, now time.Time) (ListingRow, error) {
-	var r ListingRow
+func Listing(src readmodel.Source, in RawListing, now time.Time) (readmodel.ListingRow, error) {
+	var r readmodel.ListingRow
 	h, err := normItemHead(in.Chain, in.Contract, in.TokenID, in.Mint, in.CollectionID, in.Price)
 	if err != nil {
 		return r, err
@@ -333,31 +296,31 @@ func NormalizeListing(src Source, in RawListing, now time.Time) (ListingRow, err
 	c := h.chain
 	r.Chain, r.ContractAddress, r.TokenID, r.Mint, r.CollectionID, r.PriceRaw = c, h.contract, h.tokenID, h.mint, h.collectionID, h.priceRaw
 	if in.BuyerTotal != "" {
-		if r.BuyerTotalRaw, err = NormalizePriceRaw(string(in.BuyerTotal)); err != nil {
+		if r.BuyerTotalRaw, err = PriceRaw(string(in.BuyerTotal)); err != nil {
 			return r, normWithField(err, "buyerTotal")
 		}
 	}
-	if src == SourceOrderBook {
-		r.Marketplace = MarketplaceNative
-	} else if r.Marketplace, err = NormalizeMarketplace(in.Marketplace); err != nil {
+	if src == readmodel.SourceOrderBook {
+		r.Marketplace = readmodel.MarketplaceNative
+	} else if r.Marketplace, err = Marketplace(in.Marketplace); err != nil {
 		return r, err
 	}
 	if r.Seller, err = normSeller(c, in.Seller, in.Escrow); err != nil {
 		return r, err
 	}
-	st := StatusActive
+	st := readmodel.StatusActive
 	if in.Status != "" {
-		s, ok := ParseStatus(strings.ToLower(in.Status))
+		s, ok := readmodel.ParseStatus(strings.ToLower(in.Status))
 		if !ok {
 			return r, normReject(RejectBadField, "status", "%q", normClip(in.Status))
 		}
 		st = s
 	}
-	if st != StatusActive {
+	if st != readmodel.StatusActive {
 		return r, normReject(RejectInactive, "status", "%s", st)
 	}
 	r.Status = st
-	exp, err := NormalizeTime("expiresAt", in.ExpiresAt)
+	exp, err := Time("expiresAt", in.ExpiresAt)
 	if err != nil {
 		return r, err
 	}
@@ -367,26 +330,26 @@ func NormalizeListing(src Source, in RawListing, now time.Time) (ListingRow, err
 		}
 		r.ExpiresAt = &exp
 	}
-	created, err := NormalizeTime("createdAt", in.CreatedAt)
+	created, err := Time("createdAt", in.CreatedAt)
 	if err != nil {
 		return r, err
 	}
-	updated, err := NormalizeTime("updatedAt", in.UpdatedAt)
+	updated, err := Time("updatedAt", in.UpdatedAt)
 	if err != nil {
 		return r, err
 	}
-	custody, err := NormalizeTime("custodyConfirmedAt", in.CustodyAt)
+	custody, err := Time("custodyConfirmedAt", in.CustodyAt)
 	if err != nil {
 		return r, err
 	}
-	nativeSolana := c == Solana && r.Marketplace == MarketplaceNative
+	nativeSolana := c == readmodel.Solana && r.Marketplace == readmodel.MarketplaceNative
 	r.Timestamp = normFirstTime(now.UTC(), normPick(nativeSolana, custody), created, updated)
 	if r.OrderID, err = normalizeOrderID(src, c, r.Marketplace, in.OrderID); err != nil {
 		return r, err
 	}
 	if nativeSolana && in.Tx != "" {
 		// tx on listings: only native Solana rows (the escrow transfer).
-		if len(in.Tx) > MaxIDLen || !normPrintable(in.Tx) {
+		if len(in.Tx) > readmodel.MaxIDLen || !normPrintable(in.Tx) {
 			return r, normReject(RejectBadField, "tx", "%q", normClip(in.Tx))
 		}
 		r.Tx = in.Tx
@@ -395,17 +358,17 @@ func NormalizeListing(src Source, in RawListing, now time.Time) (ListingRow, err
 }
 
 // normalizeOrderID applies the per-source orderId format rules.
-func normalizeOrderID(src Source, c Chain, marketplace, id string) (string, error) {
-	if len(id) > MaxIDLen {
+func normalizeOrderID(src readmodel.Source, c readmodel.Chain, marketplace, id string) (string, error) {
+	if len(id) > readmodel.MaxIDLen {
 		return "", normReject(RejectOversized, "orderId", "%d bytes", len(id))
 	}
 	if id != "" && !normPrintable(id) {
 		return "", normReject(RejectBadField, "orderId", "%q has invalid characters", normClip(id))
 	}
-	if src == SourceIndexerMirror && c == Solana && marketplace == MarketplaceNative {
+	if src == readmodel.SourceIndexerMirror && c == readmodel.Solana && marketplace == readmodel.MarketplaceNative {
 		id = strings.TrimPrefix(id, LegacyOrderIDPrefix)
 	}
-	if c != Solana && marketplace == MarketplaceNative {
+	if c != readmodel.Solana && marketplace == readmodel.MarketplaceNative {
 		// <chain>_<contract>_<tokenId>_<epochMillis>: every part is
 		// lowercase by construction; fold a mixed-case contract.
 		id = strings.ToLower(id)
@@ -431,11 +394,11 @@ type RawSale struct {
 	Tx           string `json:"tx,omitempty"`
 }
 
-// NormalizeSale turns an upstream sale into a SaleRow. A price that cannot
+// Sale turns an upstream sale into a SaleRow. A price that cannot
 // be interpreted rejects the row (RejectBadPrice). The timestamp is the
 // block time; legacy rows without one keep their write time.
-func NormalizeSale(in RawSale) (SaleRow, error) {
-	var r SaleRow
+func Sale(in RawSale) (readmodel.SaleRow, error) {
+	var r readmodel.SaleRow
 	h, err := normItemHead(in.Chain, in.Contract, in.TokenID, in.Mint, in.CollectionID, in.Price)
 	if err != nil {
 		return r, err
@@ -450,17 +413,17 @@ func NormalizeSale(in RawSale) (SaleRow, error) {
 	}
 	mp := in.Marketplace
 	if mp == "" {
-		mp = MarketplaceNative
+		mp = readmodel.MarketplaceNative
 	}
-	if r.Marketplace, err = NormalizeMarketplace(mp); err != nil {
+	if r.Marketplace, err = Marketplace(mp); err != nil {
 		return r, err
 	}
-	r.Status = StatusSold
-	block, err := NormalizeTime("blockTime", in.BlockTime)
+	r.Status = readmodel.StatusSold
+	block, err := Time("blockTime", in.BlockTime)
 	if err != nil {
 		return r, err
 	}
-	recorded, err := NormalizeTime("recordedAt", in.RecordedAt)
+	recorded, err := Time("recordedAt", in.RecordedAt)
 	if err != nil {
 		return r, err
 	}
@@ -468,17 +431,17 @@ func NormalizeSale(in RawSale) (SaleRow, error) {
 	if r.Timestamp.IsZero() {
 		return r, normReject(RejectBadField, "blockTime", "no block or recorded time")
 	}
-	if len(in.OrderID) > MaxIDLen {
+	if len(in.OrderID) > readmodel.MaxIDLen {
 		return r, normReject(RejectOversized, "orderId", "%d bytes", len(in.OrderID))
 	}
 	if in.OrderID != "" && !normPrintable(in.OrderID) {
 		return r, normReject(RejectBadField, "orderId", "%q", normClip(in.OrderID))
 	}
 	r.OrderID = strings.TrimPrefix(in.OrderID, LegacyOrderIDPrefix)
-	if len(in.Tx) > MaxIDLen || in.Tx != "" && !normPrintable(in.Tx) {
+	if len(in.Tx) > readmodel.MaxIDLen || in.Tx != "" && !normPrintable(in.Tx) {
 		return r, normReject(RejectBadField, "tx", "%q", normClip(in.Tx))
 	}
-	if c == Solana {
+	if c == readmodel.Solana {
 		r.Tx = in.Tx
 	} else {
 		r.Tx = strings.ToLower(in.Tx)
@@ -508,33 +471,33 @@ type RawCollection struct {
 	CreatedAt      string   `json:"createdAt,omitempty"`
 }
 
-// NormalizeCollection turns a stored collection document into a
+// Collection turns a stored collection document into a
 // CollectionDoc. A missing or unrecognised chain is kept as Chain "" (SPEC:
 // chain null, no floor); a malformed contract rejects the document. Name
 // falls back to the id; slug to the external slug, the symbol, then the
 // contract. A negative or out-of-range royalty, supply or owner count
 // becomes null (unknown) rather than rejecting the document.
-func NormalizeCollection(in RawCollection) (CollectionDoc, error) {
-	var d CollectionDoc
+func Collection(in RawCollection) (readmodel.CollectionDoc, error) {
+	var d readmodel.CollectionDoc
 	var err error
-	if d.ID, err = NormalizeCollectionID(in.ID); err != nil {
+	if d.ID, err = CollectionID(in.ID); err != nil {
 		return d, err
 	}
-	if c, cerr := NormalizeChain(in.Chain); cerr == nil {
+	if c, cerr := Chain(in.Chain); cerr == nil {
 		d.Chain = c
 	}
 	switch {
 	case in.Contract == "":
 	case d.Chain.Valid():
-		if d.ContractAddress, err = NormalizeAddress(d.Chain, in.Contract); err != nil {
+		if d.ContractAddress, err = Address(d.Chain, in.Contract); err != nil {
 			return d, normWithField(err, "contract")
 		}
 	default:
 		// No usable chain: keep the stored value as is, if it looks like
 		// either kind of address; nothing can be computed from it anyway.
-		if IsEVMAddress(in.Contract) {
+		if readmodel.IsEVMAddress(in.Contract) {
 			d.ContractAddress = strings.ToLower(in.Contract)
-		} else if IsBase58(in.Contract) {
+		} else if readmodel.IsBase58(in.Contract) {
 			d.ContractAddress = in.Contract
 		} else {
 			return d, normReject(RejectBadAddress, "contract", "%q", normClip(in.Contract))
@@ -544,9 +507,9 @@ func NormalizeCollection(in RawCollection) (CollectionDoc, error) {
 		name, v string
 		max     int
 	}{
-		{"name", in.Name, MaxIDLen}, {"slug", in.Slug, MaxIDLen}, {"externalSlug", in.ExternalSlug, MaxIDLen},
-		{"symbol", in.Symbol, MaxIDLen}, {"image", in.Image, MaxURLLen}, {"banner", in.Banner, MaxURLLen},
-		{"description", in.Description, MaxDescriptionLen}, {"tokenStandard", in.TokenStandard, 64},
+		{"name", in.Name, readmodel.MaxIDLen}, {"slug", in.Slug, readmodel.MaxIDLen}, {"externalSlug", in.ExternalSlug, readmodel.MaxIDLen},
+		{"symbol", in.Symbol, readmodel.MaxIDLen}, {"image", in.Image, readmodel.MaxURLLen}, {"banner", in.Banner, readmodel.MaxURLLen},
+		{"description", in.Description, readmodel.MaxDescriptionLen}, {"tokenStandard", in.TokenStandard, 64},
 	} {
 		if len(f.v) > f.max {
 			return d, normReject(RejectOversized, f.name, "%d bytes", len(f.v))
@@ -560,7 +523,7 @@ func NormalizeCollection(in RawCollection) (CollectionDoc, error) {
 		d.RoyaltyBps = &v
 	}
 	if in.Floor != "" {
-		if f, ferr := NormalizePriceRaw(string(in.Floor)); ferr == nil {
+		if f, ferr := PriceRaw(string(in.Floor)); ferr == nil {
 			d.FloorRaw = f
 		}
 	}
@@ -568,7 +531,7 @@ func NormalizeCollection(in RawCollection) (CollectionDoc, error) {
 	d.Supply = normNonNeg(in.Supply)
 	d.Owners = normNonNeg(in.Owners)
 	d.NativeLaunched = in.NativeLaunched
-	if d.CreatedAt, err = NormalizeTime("createdAt", in.CreatedAt); err != nil {
+	if d.CreatedAt, err = Time("createdAt", in.CreatedAt); err != nil {
 		d.CreatedAt = time.Time{}
 	}
 	return d, nil
@@ -590,37 +553,37 @@ type RawToken struct {
 	LastSale     Amount      `json:"lastSale,omitempty"`
 }
 
-// NormalizeToken turns an indexer token into a TokenDoc as of the poll time
+// Token turns an indexer token into a TokenDoc as of the poll time
 // now. A malformed identity or owner rejects the token; an overlay listing
 // that is expired, inactive or malformed is dropped (the token stays); a
 // last-sale price that cannot be interpreted becomes "" (lastSale null).
-func NormalizeToken(in RawToken, now time.Time) (TokenDoc, error) {
-	var d TokenDoc
-	c, err := NormalizeChain(in.Chain)
+func Token(in RawToken, now time.Time) (readmodel.TokenDoc, error) {
+	var d readmodel.TokenDoc
+	c, err := Chain(in.Chain)
 	if err != nil {
 		return d, err
 	}
 	d.Chain = c
-	if d.ContractAddress, err = NormalizeAddress(c, in.Contract); err != nil {
+	if d.ContractAddress, err = Address(c, in.Contract); err != nil {
 		return d, normWithField(err, "contract")
 	}
-	if c == Solana {
-		if d.TokenID, err = NormalizeSolanaAddress(in.TokenID); err != nil {
+	if c == readmodel.Solana {
+		if d.TokenID, err = SolanaAddress(in.TokenID); err != nil {
 			return d, normWithField(err, "tokenId")
 		}
-	} else if d.TokenID, err = NormalizeTokenID(in.TokenID); err != nil {
+	} else if d.TokenID, err = TokenID(in.TokenID); err != nil {
 		return d, err
 	}
 	if d.CollectionID, err = normCollectionID(c, in.CollectionID, d.ContractAddress); err != nil {
 		return d, err
 	}
-	if len(in.Name) > MaxIDLen {
+	if len(in.Name) > readmodel.MaxIDLen {
 		return d, normReject(RejectOversized, "name", "%d bytes", len(in.Name))
 	}
-	if len(in.Image) > MaxURLLen {
+	if len(in.Image) > readmodel.MaxURLLen {
 		return d, normReject(RejectOversized, "image", "%d bytes", len(in.Image))
 	}
-	if len(in.CustodyLabel) > MaxIDLen {
+	if len(in.CustodyLabel) > readmodel.MaxIDLen {
 		return d, normReject(RejectOversized, "custodyLabel", "%d bytes", len(in.CustodyLabel))
 	}
 	d.Name, d.Image = in.Name, in.Image
@@ -640,7 +603,7 @@ func NormalizeToken(in RawToken, now time.Time) (TokenDoc, error) {
 		if ov.Chain == "" {
 			ov.Chain = in.Chain
 		}
-		if c == Solana {
+		if c == readmodel.Solana {
 			if ov.Mint == "" {
 				ov.Mint = in.TokenID
 			}
@@ -650,13 +613,13 @@ func NormalizeToken(in RawToken, now time.Time) (TokenDoc, error) {
 		if ov.CollectionID == "" {
 			ov.CollectionID = d.CollectionID
 		}
-		if row, oerr := NormalizeListing(SourceIndexerMirror, ov, now); oerr == nil && row.AssetKey() == AssetKey(c, d.ContractAddress, d.TokenID, d.TokenID) {
+		if row, oerr := Listing(readmodel.SourceIndexerMirror, ov, now); oerr == nil && row.AssetKey() == readmodel.AssetKey(c, d.ContractAddress, d.TokenID, d.TokenID) {
 			row.Tx = ""
 			d.Overlay = &row
 		}
 	}
 	if in.LastSale != "" {
-		if p, perr := NormalizePriceRaw(string(in.LastSale)); perr == nil {
+		if p, perr := PriceRaw(string(in.LastSale)); perr == nil {
 			d.LastSaleRaw = p
 		}
 	}
@@ -671,13 +634,13 @@ type RawStats struct {
 	IndexedCount *int64 `json:"indexedCount,omitempty"`
 }
 
-// NormalizeStats validates a stats row; negative counts become null.
-func NormalizeStats(in RawStats) (string, CollectionStats, error) {
-	id, err := NormalizeCollectionID(in.CollectionID)
+// Stats validates a stats row; negative counts become null.
+func Stats(in RawStats) (string, readmodel.CollectionStats, error) {
+	id, err := CollectionID(in.CollectionID)
 	if err != nil {
-		return "", CollectionStats{}, err
+		return "", readmodel.CollectionStats{}, err
 	}
-	return id, CollectionStats{Owners: normNonNeg(in.Owners), ListedCount: normNonNeg(in.ListedCount), IndexedCount: normNonNeg(in.IndexedCount)}, nil
+	return id, readmodel.CollectionStats{Owners: normNonNeg(in.Owners), ListedCount: normNonNeg(in.ListedCount), IndexedCount: normNonNeg(in.IndexedCount)}, nil
 }
 
 // RawAnalytics is the analytics answer for one collection.
@@ -692,17 +655,17 @@ type RawAnalytics struct {
 	SalesAllTime  *int64   `json:"salesAllTime,omitempty"`
 }
 
-// NormalizeAnalytics validates an analytics row. A floor that is not a
+// Analytics validates an analytics row. A floor that is not a
 // canonical integer rejects the row (RejectBadPrice); negative or
 // non-finite windows become null.
-func NormalizeAnalytics(in RawAnalytics) (string, Analytics, error) {
-	var a Analytics
-	id, err := NormalizeCollectionID(in.CollectionID)
+func Analytics(in RawAnalytics) (string, readmodel.Analytics, error) {
+	var a readmodel.Analytics
+	id, err := CollectionID(in.CollectionID)
 	if err != nil {
 		return "", a, err
 	}
 	if in.Floor != "" {
-		if a.FloorRaw, err = NormalizePriceRaw(string(in.Floor)); err != nil {
+		if a.FloorRaw, err = PriceRaw(string(in.Floor)); err != nil {
 			return "", a, normWithField(err, "floor")
 		}
 	}
@@ -711,12 +674,12 @@ func NormalizeAnalytics(in RawAnalytics) (string, Analytics, error) {
 	return id, a, nil
 }
 
-// NormalizeRates keeps the USD rates of currencies that have a feed (SOL,
+// Rates keeps the USD rates of currencies that have a feed (SOL,
 // ETH): positive and finite. MATIC and APE are dropped whatever the feed
 // says, so Polygon and ApeChain prices carry usd null. rejected lists the
 // currencies dropped as garbage, sorted.
-func NormalizeRates(in map[string]float64) (out USDRates, rejected []string) {
-	out = USDRates{}
+func Rates(in map[string]float64) (out readmodel.USDRates, rejected []string) {
+	out = readmodel.USDRates{}
 	for k, v := range in {
 		cur := strings.ToUpper(k)
 		switch cur {
@@ -743,7 +706,7 @@ func NormalizeRates(in map[string]float64) (out USDRates, rejected []string) {
 // itemHead is what listings and sales share: the chain, the asset, the
 // collection and the price, normalized by the same rules.
 type itemHead struct {
-	chain                                           Chain
+	chain                                           readmodel.Chain
 	contract, tokenID, mint, collectionID, priceRaw string
 }
 
@@ -751,7 +714,7 @@ type itemHead struct {
 // rule that fails rejects the row.
 func normItemHead(chain, contract, tokenID, mint, collectionID string, price Amount) (itemHead, error) {
 	var h itemHead
-	c, err := NormalizeChain(chain)
+	c, err := Chain(chain)
 	if err != nil {
 		return h, err
 	}
@@ -762,7 +725,7 @@ func normItemHead(chain, contract, tokenID, mint, collectionID string, price Amo
 	if h.collectionID, err = normCollectionID(c, collectionID, h.contract); err != nil {
 		return h, err
 	}
-	if h.priceRaw, err = NormalizePriceRaw(string(price)); err != nil {
+	if h.priceRaw, err = PriceRaw(string(price)); err != nil {
 		return h, err
 	}
 	return h, nil
@@ -770,7 +733,7 @@ func normItemHead(chain, contract, tokenID, mint, collectionID string, price Amo
 
 // normSeller returns the seller to report: the beneficial owner, never the
 // escrow wallet ("" when the only seller named is the escrow itself).
-func normSeller(c Chain, seller, escrow string) (string, error) {
+func normSeller(c readmodel.Chain, seller, escrow string) (string, error) {
 	s, err := normalizeOptionalAddress(c, "seller", seller)
 	if err != nil {
 		return "", err
@@ -785,31 +748,31 @@ func normSeller(c Chain, seller, escrow string) (string, error) {
 	return s, nil
 }
 
-func normIdentity(c Chain, contract, tokenID, mint string, outContract, outToken, outMint *string) error {
+func normIdentity(c readmodel.Chain, contract, tokenID, mint string, outContract, outToken, outMint *string) error {
 	var err error
-	if c == Solana {
-		if *outMint, err = NormalizeSolanaAddress(mint); err != nil {
+	if c == readmodel.Solana {
+		if *outMint, err = SolanaAddress(mint); err != nil {
 			return normWithField(err, "mint")
 		}
 		return nil
 	}
-	if *outContract, err = NormalizeEVMAddress(contract); err != nil {
+	if *outContract, err = EVMAddress(contract); err != nil {
 		return normWithField(err, "contract")
 	}
-	*outToken, err = NormalizeTokenID(tokenID)
+	*outToken, err = TokenID(tokenID)
 	return err
 }
 
 // collectionIDOf returns the lowercased upstream collection id, or the
 // canonical one derived from the contract when the row names none.
-func normCollectionID(c Chain, id, contract string) (string, error) {
+func normCollectionID(c readmodel.Chain, id, contract string) (string, error) {
 	if id != "" {
-		return NormalizeCollectionID(id)
+		return CollectionID(id)
 	}
 	if contract == "" {
 		return "", normReject(RejectBadField, "collectionId", "missing")
 	}
-	return CollectionIDFor(c, contract), nil
+	return readmodel.CollectionIDFor(c, contract), nil
 }
 
 // Amount is an upstream amount of base units as text. It decodes from a
@@ -833,7 +796,7 @@ func (a *Amount) UnmarshalJSON(b []byte) error {
 	case 'n':
 		*a = ""
 	default:
-		if len(b) > MaxRawDigits+8 {
+		if len(b) > readmodel.MaxRawDigits+8 {
 			return fmt.Errorf("amount: number too long")
 		}
 		*a = Amount(b)
@@ -919,4 +882,9 @@ func normPrintable(s string) bool {
 	return true
 }
 
-func normClip(s string) string { return truncate(s, 48) }
+func normClip(s string) string {
+	if len(s) <= 48 {
+		return s
+	}
+	return s[:48] + "…"
+}

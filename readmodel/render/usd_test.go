@@ -1,4 +1,4 @@
-package readmodel
+package render
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/marketd/marketd/readmodel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -14,7 +15,7 @@ import (
 // rendered with that rate baked in: the same bytes encoding/json writes.
 func TestTemplateUSDMatchesBakedRate(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	chains := []Chain{Solana, Ethereum, Polygon, Base, Ink, ApeChain, Abstract, Robinhood}
+	chains := []readmodel.Chain{readmodel.Solana, readmodel.Ethereum, readmodel.Polygon, readmodel.Base, readmodel.Ink, readmodel.ApeChain, readmodel.Abstract, readmodel.Robinhood}
 	rates := []float64{1, 0.5, 3123.456789, 187.21, 1e-9, 123456789.123, 2.5e21}
 	for n := 0; n < 5000; n++ {
 		c := chains[rng.IntN(len(chains))]
@@ -22,9 +23,9 @@ func TestTemplateUSDMatchesBakedRate(t *testing.T) {
 		raw.Mul(raw, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(rng.IntN(20))), nil))
 		rate := rates[rng.IntN(len(rates))] * (1 + rng.Float64())
 		item := struct {
-			Name  string `json:"name"`
-			Price Price  `json:"price"`
-			Floor *Price `json:"floor"`
+			Name  string           `json:"name"`
+			Price readmodel.Price  `json:"price"`
+			Floor *readmodel.Price `json:"floor"`
 		}{Name: `x,"usd":null`, Price: NewPrice(c, raw, nil)}
 		baked := item
 		baked.Price = NewPrice(c, raw, &rate)
@@ -36,18 +37,18 @@ func TestTemplateUSDMatchesBakedRate(t *testing.T) {
 		}
 		tmpl := TemplateUSD(MarshalItem(item))
 		want := MarshalItem(baked)
-		q := NewUSDQuote(USDRates{c.Currency(): rate}, true)
+		q := NewUSDQuote(readmodel.USDRates{c.Currency(): rate}, true)
 		require.Equal(t, string(want), string(AppendUSD(nil, tmpl, q)), "chain %s raw %s rate %v", c, raw, rate)
 		// Feed down: every usd is null again.
-		assert.Equal(t, string(MarshalItem(item)), string(AppendUSD(nil, tmpl, NewUSDQuote(USDRates{c.Currency(): rate}, false))))
+		assert.Equal(t, string(MarshalItem(item)), string(AppendUSD(nil, tmpl, NewUSDQuote(readmodel.USDRates{c.Currency(): rate}, false))))
 		assert.Equal(t, string(MarshalItem(item)), string(AppendUSD(nil, tmpl, nil)))
 	}
 }
 
 func TestTemplateUSD(t *testing.T) {
-	eth := NewPrice(Ethereum, big.NewInt(1_500_000_000_000_000_000), nil)
-	pol := NewPrice(Polygon, big.NewInt(2_000_000_000_000_000_000), nil)
-	q := NewUSDQuote(USDRates{"ETH": 2000, "SOL": 150, "MATIC": 0.5}, true)
+	eth := NewPrice(readmodel.Ethereum, big.NewInt(1_500_000_000_000_000_000), nil)
+	pol := NewPrice(readmodel.Polygon, big.NewInt(2_000_000_000_000_000_000), nil)
+	q := NewUSDQuote(readmodel.USDRates{"ETH": 2000, "SOL": 150, "MATIC": 0.5}, true)
 	tests := []struct {
 		name  string
 		body  any
@@ -87,13 +88,13 @@ func countSlots(b []byte) int {
 }
 
 func TestUSDQuoteVersion(t *testing.T) {
-	a := NewUSDQuote(USDRates{"ETH": 2000, "SOL": 150}, true)
-	assert.Equal(t, a.Version, NewUSDQuote(USDRates{"SOL": 150, "ETH": 2000, "APE": 1}, true).Version, "only feed currencies count")
-	assert.NotEqual(t, a.Version, NewUSDQuote(USDRates{"ETH": 2000.01, "SOL": 150}, true).Version)
-	assert.NotEqual(t, a.Version, NewUSDQuote(USDRates{"ETH": 2000, "SOL": 150}, false).Version)
+	a := NewUSDQuote(readmodel.USDRates{"ETH": 2000, "SOL": 150}, true)
+	assert.Equal(t, a.Version, NewUSDQuote(readmodel.USDRates{"SOL": 150, "ETH": 2000, "APE": 1}, true).Version, "only feed currencies count")
+	assert.NotEqual(t, a.Version, NewUSDQuote(readmodel.USDRates{"ETH": 2000.01, "SOL": 150}, true).Version)
+	assert.NotEqual(t, a.Version, NewUSDQuote(readmodel.USDRates{"ETH": 2000, "SOL": 150}, false).Version)
 	r, ok := a.Rate("SOL")
 	assert.True(t, ok)
 	assert.Equal(t, 150.0, r)
-	_, ok = NewUSDQuote(USDRates{"ETH": 2000}, true).Rate("SOL")
+	_, ok = NewUSDQuote(readmodel.USDRates{"ETH": 2000}, true).Rate("SOL")
 	assert.False(t, ok)
 }

@@ -1,6 +1,10 @@
-package readmodel
+package render
 
-import "time"
+import (
+	"time"
+
+	"github.com/marketd/marketd/readmodel"
+)
 
 // The types in this file are prepared views: what the projector computes
 // ahead of time and the public API serves. As stored, bodies carry USD
@@ -10,35 +14,6 @@ import "time"
 // is valid JSON (or a documented fragment of it) to write as is; it is
 // never modified after it is handed out.
 
-// Sort is the collections browse order.
-type Sort string
-
-const (
-	SortVolume Sort = "volume"
-	SortFloor  Sort = "floor"
-	SortRecent Sort = "recent"
-)
-
-// ParseSort returns the sort named s; ok is false for anything else.
-func ParseSort(s string) (Sort, bool) {
-	switch Sort(s) {
-	case SortVolume, SortFloor, SortRecent:
-		return Sort(s), true
-	}
-	return "", false
-}
-
-// Sorts lists every browse order.
-var Sorts = []Sort{SortVolume, SortFloor, SortRecent}
-
-// ListingsCeiling is the size of the listings snapshot window (SPEC §4
-// listings rule 4).
-const ListingsCeiling = 250
-
-// OrderBookMax is how many eligible native rows the order book contributes
-// per collection (SPEC §8).
-const OrderBookMax = 200
-
 // LastGoodBuyerFloorAge is how long a persisted last-good buyerFloor may be
 // served with stale: true (SPEC §2 FloorResponse).
 const LastGoodBuyerFloorAge = 30 * time.Minute
@@ -46,8 +21,8 @@ const LastGoodBuyerFloorAge = 30 * time.Minute
 // CollectionView is a resolved collection's prepared detail.
 type CollectionView struct {
 	ID          string
-	Chain       Chain // "" when missing or unrecognised (listings and floor answer 404)
-	HasContract bool  // false: sales answer 404, listings report order-book stale
+	Chain       readmodel.Chain // "" when missing or unrecognised (listings and floor answer 404)
+	HasContract bool            // false: sales answer 404, listings report order-book stale
 	Version     uint64
 	USD         uint64 // version of the USD quote the bodies were filled with
 	Detail      []byte // the CollectionDetail object (without the data wrapper)
@@ -66,9 +41,11 @@ type ListingsView struct {
 	ExpiresAt []int64
 	// StaleSources lists the failing listing sources in the order
 	// order-book, indexer-mirror; nil when healthy.
-	StaleSources []Source
-	// AllFailed is true when every listing source failed; with no Items the
-	// API answers 502 upstream_error.
+	StaleSources []readmodel.
+		// AllFailed is true when every listing source failed; with no Items the
+		// API answers 502 upstream_error.
+		Source
+
 	AllFailed bool
 }
 
@@ -111,3 +88,12 @@ type Page struct {
 	Next    string
 	HasMore bool
 }
+
+// OwnerKind is TokenDetail.owner.kind.
+type OwnerKind string
+
+const (
+	OwnerWallet  OwnerKind = "wallet"
+	OwnerCustody OwnerKind = "custody"
+	OwnerUnknown OwnerKind = "unknown"
+)

@@ -1,4 +1,4 @@
-package readmodel
+package render
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/marketd/marketd/readmodel"
 )
 
 // This file holds the pure view-building functions the projector uses: they
@@ -16,14 +18,14 @@ import (
 
 // PriceOf builds the Price of raw base units on c. ok is false when raw
 // cannot be interpreted (then the value must be dropped, never served).
-func PriceOf(c Chain, raw string, usd *float64) (p Price, ok bool) {
+func PriceOf(c readmodel.Chain, raw string, usd *float64) (p readmodel.Price, ok bool) {
 	// ParseRaw's rule without the big.Int: every row rendered comes here.
-	if raw == "" || len(raw) > MaxRawDigits {
-		return Price{}, false
+	if raw == "" || len(raw) > readmodel.MaxRawDigits {
+		return readmodel.Price{}, false
 	}
 	for i := 0; i < len(raw); i++ {
 		if raw[i] < '0' || raw[i] > '9' {
-			return Price{}, false
+			return readmodel.Price{}, false
 		}
 	}
 	canon := strings.TrimLeft(raw, "0")
@@ -33,7 +35,7 @@ func PriceOf(c Chain, raw string, usd *float64) (p Price, ok bool) {
 	return newPrice(c, canon, usd), true
 }
 
-func pricePtr(c Chain, raw string, usd *float64) *Price {
+func pricePtr(c readmodel.Chain, raw string, usd *float64) *readmodel.Price {
 	if raw == "" {
 		return nil
 	}
@@ -47,12 +49,12 @@ func pricePtr(c Chain, raw string, usd *float64) *Price {
 // ListingItem renders a listing row as the MarketItem of a listings feed.
 // observedAt stands in for a missing row timestamp. ok is false when the
 // row's price cannot be interpreted.
-func ListingItem(r *ListingRow, usd *float64, observedAt time.Time) (MarketItem, bool) {
+func ListingItem(r *readmodel.ListingRow, usd *float64, observedAt time.Time) (readmodel.MarketItem, bool) {
 	p, ok := PriceOf(r.Chain, r.PriceRaw, usd)
 	if !ok {
-		return MarketItem{}, false
+		return readmodel.MarketItem{}, false
 	}
-	it := MarketItem{
+	it := readmodel.MarketItem{
 		Chain:        r.Chain,
 		CollectionID: r.CollectionID,
 		Price:        p,
@@ -61,7 +63,7 @@ func ListingItem(r *ListingRow, usd *float64, observedAt time.Time) (MarketItem,
 		Status:       r.Status,
 		OrderID:      StrPtr(r.OrderID),
 	}
-	if r.Chain == Solana {
+	if r.Chain == readmodel.Solana {
 		it.Mint = StrPtr(r.Mint)
 		if r.Native() {
 			it.Tx = StrPtr(r.Tx) // the escrow transfer signature
@@ -71,29 +73,29 @@ func ListingItem(r *ListingRow, usd *float64, observedAt time.Time) (MarketItem,
 		it.TokenID = StrPtr(r.TokenID)
 	}
 	if r.ExpiresAt != nil {
-		s := FormatTime(*r.ExpiresAt)
+		s := readmodel.FormatTime(*r.ExpiresAt)
 		it.ExpiresAt = &s
 	}
 	ts := r.Timestamp
 	if ts.IsZero() {
 		ts = observedAt
 	}
-	it.Timestamp = FormatTime(ts)
+	it.Timestamp = readmodel.FormatTime(ts)
 	return it, true
 }
 
 // SaleItem renders a sale row as a MarketItem. ok is false when the sale's
 // price cannot be interpreted: such sales are dropped at projection.
-func SaleItem(s *SaleRow, usd *float64) (MarketItem, bool) {
+func SaleItem(s *readmodel.SaleRow, usd *float64) (readmodel.MarketItem, bool) {
 	p, ok := PriceOf(s.Chain, s.PriceRaw, usd)
 	if !ok {
-		return MarketItem{}, false
+		return readmodel.MarketItem{}, false
 	}
 	st := s.Status
 	if st == "" {
-		st = StatusSold
+		st = readmodel.StatusSold
 	}
-	it := MarketItem{
+	it := readmodel.MarketItem{
 		Chain:        s.Chain,
 		CollectionID: s.CollectionID,
 		Price:        p,
@@ -101,11 +103,11 @@ func SaleItem(s *SaleRow, usd *float64) (MarketItem, bool) {
 		Buyer:        StrPtr(s.Buyer),
 		Marketplace:  s.Marketplace,
 		Status:       st,
-		Timestamp:    FormatTime(s.Timestamp),
+		Timestamp:    readmodel.FormatTime(s.Timestamp),
 		OrderID:      StrPtr(s.OrderID),
 		Tx:           StrPtr(s.Tx),
 	}
-	if s.Chain == Solana {
+	if s.Chain == readmodel.Solana {
 		it.Mint = StrPtr(s.Mint)
 	} else {
 		it.ContractAddress = StrPtr(s.ContractAddress)
@@ -124,10 +126,10 @@ func MarshalItem(v any) []byte {
 		ok bool
 	)
 	switch x := v.(type) {
-	case MarketItem:
-		b, ok = x.appendJSON(make([]byte, 0, 512))
-	case *MarketItem:
-		b, ok = x.appendJSON(make([]byte, 0, 512))
+	case readmodel.MarketItem:
+		b, ok = appendItem(make([]byte, 0, 512), &x)
+	case *readmodel.MarketItem:
+		b, ok = appendItem(make([]byte, 0, 512), x)
 	case tokenDetail:
 		b, ok = x.appendJSON(make([]byte, 0, 1024))
 	}
@@ -144,19 +146,19 @@ func MarshalItem(v any) []byte {
 // collectionIdentity is the identity part shared by CollectionSummary and
 // CollectionDetail, in SPEC's field order.
 type collectionIdentity struct {
-	ID              string  `json:"id"`
-	Chain           *Chain  `json:"chain"`
-	ContractAddress *string `json:"contractAddress"`
-	Name            string  `json:"name"`
-	Slug            *string `json:"slug"`
-	Image           *string `json:"image"`
-	Banner          *string `json:"banner"`
-	Description     *string `json:"description"`
-	TokenStandard   *string `json:"tokenStandard"`
-	RoyaltyBps      *int64  `json:"royaltyBps"`
+	ID              string           `json:"id"`
+	Chain           *readmodel.Chain `json:"chain"`
+	ContractAddress *string          `json:"contractAddress"`
+	Name            string           `json:"name"`
+	Slug            *string          `json:"slug"`
+	Image           *string          `json:"image"`
+	Banner          *string          `json:"banner"`
+	Description     *string          `json:"description"`
+	TokenStandard   *string          `json:"tokenStandard"`
+	RoyaltyBps      *int64           `json:"royaltyBps"`
 }
 
-func identity(d *CollectionDoc) collectionIdentity {
+func identity(d *readmodel.CollectionDoc) collectionIdentity {
 	id := collectionIdentity{
 		ID:              d.ID,
 		ContractAddress: StrPtr(d.ContractAddress),
@@ -179,10 +181,10 @@ func identity(d *CollectionDoc) collectionIdentity {
 }
 
 type summaryStats struct {
-	Floor         *Price   `json:"floor"`
-	VolumeAllTime *float64 `json:"volumeAllTime"`
-	Supply        *int64   `json:"supply"`
-	Owners        *int64   `json:"owners"`
+	Floor         *readmodel.Price `json:"floor"`
+	VolumeAllTime *float64         `json:"volumeAllTime"`
+	Supply        *int64           `json:"supply"`
+	Owners        *int64           `json:"owners"`
 }
 
 type collectionSummary struct {
@@ -193,7 +195,7 @@ type collectionSummary struct {
 // CollectionSummaryJSON renders the CollectionSummary of a browse page:
 // stats.floor from the stored snapshot (none without a usable chain),
 // volumeAllTime, supply and owners from the document.
-func CollectionSummaryJSON(d *CollectionDoc, usd *float64) []byte {
+func CollectionSummaryJSON(d *readmodel.CollectionDoc, usd *float64) []byte {
 	s := collectionSummary{collectionIdentity: identity(d)}
 	if d.Chain.Valid() {
 		s.Stats.Floor = pricePtr(d.Chain, d.FloorRaw, usd)
@@ -208,10 +210,10 @@ func CollectionSummaryJSON(d *CollectionDoc, usd *float64) []byte {
 // Analytics means no answer is stored; the Failed flags are the latest poll
 // outcomes of indexer-stats and analytics for the collection.
 type DetailInputs struct {
-	Doc             *CollectionDoc
-	Stats           *CollectionStats
+	Doc             *readmodel.CollectionDoc
+	Stats           *readmodel.CollectionStats
 	StatsFailed     bool
-	Analytics       *Analytics
+	Analytics       *readmodel.Analytics
 	AnalyticsFailed bool
 	USD             *float64
 }
@@ -223,12 +225,12 @@ type windows struct {
 }
 
 type detailStats struct {
-	Floor       *Price  `json:"floor"`
-	Volume      windows `json:"volume"`
-	Sales       windows `json:"sales"`
-	Supply      *int64  `json:"supply"`
-	Owners      *int64  `json:"owners"`
-	ListedCount *int64  `json:"listedCount"`
+	Floor       *readmodel.Price `json:"floor"`
+	Volume      windows          `json:"volume"`
+	Sales       windows          `json:"sales"`
+	Supply      *int64           `json:"supply"`
+	Owners      *int64           `json:"owners"`
+	ListedCount *int64           `json:"listedCount"`
 }
 
 type collectionDetail struct {
@@ -300,7 +302,7 @@ func nilI(p *int64) any {
 
 // ListingSource is one listing source's stored state for a collection.
 type ListingSource struct {
-	Rows       []ListingRow
+	Rows       []readmodel.ListingRow
 	ObservedAt time.Time
 	// Failed is true when the source's latest poll for the collection
 	// failed; LastGoodAt is then when it last answered well.
@@ -324,12 +326,12 @@ type SnapshotInputs struct {
 
 // Snapshot is a merged listing snapshot.
 type Snapshot struct {
-	Rows         []ListingRow // deduplicated (native wins), live, sorted, at most ListingsCeiling
-	StaleSources []Source
+	Rows         []readmodel.ListingRow // deduplicated (native wins), live, sorted, at most ListingsCeiling
+	StaleSources []readmodel.Source
 	AllFailed    bool
 	// MirrorCheapest is the cheapest live indexer-mirror row (askFloor's
 	// second choice), nil when there is none.
-	MirrorCheapest *ListingRow
+	MirrorCheapest *readmodel.ListingRow
 	// Deadline is the earliest future time at which the clock alone
 	// changes what this snapshot serves in a way that skipping expired
 	// rows at request time cannot reproduce (see MergeListings); zero when
@@ -342,7 +344,7 @@ type Snapshot struct {
 }
 
 type sortedRow struct {
-	row      *ListingRow
+	row      *readmodel.ListingRow
 	raw      *big.Int
 	fromBook bool // a native row read from the order book itself
 }
@@ -370,10 +372,10 @@ func MergeListings(in SnapshotInputs) Snapshot {
 	var snap Snapshot
 	obStale := !in.HasContract || in.OrderBook.Failed
 	if obStale {
-		snap.StaleSources = append(snap.StaleSources, SourceOrderBook)
+		snap.StaleSources = append(snap.StaleSources, readmodel.SourceOrderBook)
 	}
 	if in.Mirror.Failed {
-		snap.StaleSources = append(snap.StaleSources, SourceIndexerMirror)
+		snap.StaleSources = append(snap.StaleSources, readmodel.SourceIndexerMirror)
 	}
 	snap.AllFailed = obStale && in.Mirror.Failed
 
@@ -402,7 +404,7 @@ func MergeListings(in SnapshotInputs) Snapshot {
 		forever bool
 	}
 	var outlived map[string]hidden
-	hide := func(k string, r *ListingRow) {
+	hide := func(k string, r *readmodel.ListingRow) {
 		if outlived == nil {
 			outlived = make(map[string]hidden)
 		}
@@ -422,7 +424,7 @@ func MergeListings(in SnapshotInputs) Snapshot {
 			if !r.Live(in.Now) {
 				continue
 			}
-			raw, err := ParseRaw(r.PriceRaw)
+			raw, err := readmodel.ParseRaw(r.PriceRaw)
 			if err != nil {
 				continue
 			}
@@ -451,7 +453,7 @@ func MergeListings(in SnapshotInputs) Snapshot {
 			}
 		}
 	}
-	expires := func(r *ListingRow) {
+	expires := func(r *readmodel.ListingRow) {
 		if r.ExpiresAt != nil {
 			note(*r.ExpiresAt)
 		}
@@ -470,8 +472,8 @@ func MergeListings(in SnapshotInputs) Snapshot {
 		}
 	}
 	sort.Slice(rows, func(i, j int) bool { return lessRow(rows[i], rows[j]) })
-	if len(rows) > ListingsCeiling {
-		rows = rows[:ListingsCeiling]
+	if len(rows) > readmodel.ListingsCeiling {
+		rows = rows[:readmodel.ListingsCeiling]
 		for _, r := range rows {
 			expires(r.row)
 		}
@@ -482,7 +484,7 @@ func MergeListings(in SnapshotInputs) Snapshot {
 	if mirrorCheapest != nil {
 		expires(mirrorCheapest.row)
 	}
-	snap.Rows = make([]ListingRow, len(rows))
+	snap.Rows = make([]readmodel.ListingRow, len(rows))
 	for i, r := range rows {
 		snap.Rows[i] = *r.row
 	}
@@ -496,7 +498,7 @@ func MergeListings(in SnapshotInputs) Snapshot {
 // FloorInputs is what a FloorResponse is computed from.
 type FloorInputs struct {
 	CollectionID string
-	Chain        Chain
+	Chain        readmodel.Chain
 	RoyaltyBps   int64
 	// AnalyticsFloorRaw is the live analytics floor ("" when analytics
 	// failed or reported none); SnapshotFloorRaw the stored snapshot.
@@ -520,19 +522,19 @@ type FloorResult struct {
 }
 
 type floorResponse struct {
-	CollectionID string `json:"collectionId"`
-	AskFloor     *Price `json:"askFloor"`
-	BuyerFloor   *Price `json:"buyerFloor"`
-	Aggregated   bool   `json:"aggregated"`
-	UpdatedAt    string `json:"updatedAt"`
-	Stale        bool   `json:"stale"`
+	CollectionID string           `json:"collectionId"`
+	AskFloor     *readmodel.Price `json:"askFloor"`
+	BuyerFloor   *readmodel.Price `json:"buyerFloor"`
+	Aggregated   bool             `json:"aggregated"`
+	UpdatedAt    string           `json:"updatedAt"`
+	Stale        bool             `json:"stale"`
 }
 
 // BuyerFloorRaw is the buyer all-in cost of filling row on chain c: native
 // rows pay ask + platform fee + royalty; external rows their marketplace's
 // buyer total, else ask + royalty. "" when the ask cannot be interpreted.
-func BuyerFloorRaw(c Chain, r *ListingRow, royaltyBps int64) string {
-	ask, err := ParseRaw(r.PriceRaw)
+func BuyerFloorRaw(c readmodel.Chain, r *readmodel.ListingRow, royaltyBps int64) string {
+	ask, err := readmodel.ParseRaw(r.PriceRaw)
 	if err != nil {
 		return ""
 	}
@@ -540,7 +542,7 @@ func BuyerFloorRaw(c Chain, r *ListingRow, royaltyBps int64) string {
 		return ApplyBps(ask, c.PlatformFeeBps()+royaltyBps).String()
 	}
 	if r.BuyerTotalRaw != "" {
-		if bt, err := ParseRaw(r.BuyerTotalRaw); err == nil {
+		if bt, err := readmodel.ParseRaw(r.BuyerTotalRaw); err == nil {
 			return bt.String()
 		}
 	}
@@ -610,10 +612,10 @@ func splitSlot(b []byte, key []byte) TimedBody {
 
 // TokenInputs is what a TokenDetail is computed from.
 type TokenInputs struct {
-	Doc *TokenDoc
+	Doc *readmodel.TokenDoc
 	// Native is the token's live native order-book listing (EVM only), nil
 	// when none.
-	Native     *ListingRow
+	Native     *readmodel.ListingRow
 	ObservedAt time.Time
 	// LiveAt decides whether the overlay listing is live; zero means
 	// ObservedAt (a sweep passes its clock).
@@ -632,21 +634,21 @@ type tokenOwner struct {
 }
 
 type lastSale struct {
-	Price Price `json:"price"`
+	Price readmodel.Price `json:"price"`
 }
 
 type tokenDetail struct {
-	Chain           Chain       `json:"chain"`
-	ContractAddress *string     `json:"contractAddress"`
-	TokenID         *string     `json:"tokenId"`
-	Mint            *string     `json:"mint"`
-	CollectionID    string      `json:"collectionId"`
-	Name            *string     `json:"name"`
-	Image           *string     `json:"image"`
-	Rarity          tokenRarity `json:"rarity"`
-	Owner           tokenOwner  `json:"owner"`
-	Listing         *MarketItem `json:"listing"`
-	LastSale        *lastSale   `json:"lastSale"`
+	Chain           readmodel.Chain       `json:"chain"`
+	ContractAddress *string               `json:"contractAddress"`
+	TokenID         *string               `json:"tokenId"`
+	Mint            *string               `json:"mint"`
+	CollectionID    string                `json:"collectionId"`
+	Name            *string               `json:"name"`
+	Image           *string               `json:"image"`
+	Rarity          tokenRarity           `json:"rarity"`
+	Owner           tokenOwner            `json:"owner"`
+	Listing         *readmodel.MarketItem `json:"listing"`
+	LastSale        *lastSale             `json:"lastSale"`
 }
 
 // TokenJSON renders TokenDetail by SPEC's rules. The listing is the native
@@ -659,14 +661,14 @@ func TokenJSON(in TokenInputs) TokenView {
 	d := in.Doc
 	c := d.Chain
 	out := tokenDetail{Chain: c, CollectionID: d.CollectionID, Name: StrPtr(d.Name), Image: StrPtr(d.Image)}
-	if c == Solana {
+	if c == readmodel.Solana {
 		out.Mint = StrPtr(d.TokenID)
 	} else {
 		out.ContractAddress = StrPtr(d.ContractAddress)
 		out.TokenID = StrPtr(d.TokenID)
 	}
 	out.Rarity.Rank = d.RarityRank
-	var listed *ListingRow
+	var listed *readmodel.ListingRow
 	overlay := false
 	if c.IsEVM() && in.Native != nil {
 		listed = in.Native
@@ -678,7 +680,7 @@ func TokenJSON(in TokenInputs) TokenView {
 			it.Chain = c
 			it.CollectionID = d.CollectionID
 			it.Tx = nil
-			if c == Solana {
+			if c == readmodel.Solana {
 				it.Mint, it.ContractAddress, it.TokenID = StrPtr(d.TokenID), nil, nil
 			} else {
 				it.ContractAddress, it.TokenID, it.Mint = StrPtr(d.ContractAddress), StrPtr(d.TokenID), nil
@@ -725,7 +727,7 @@ func liveAt(in TokenInputs) time.Time {
 // TokenDeadline is when the listing TokenJSON would show for in expires
 // (the view then changes by the clock alone); zero when it never does.
 func TokenDeadline(in TokenInputs) time.Time {
-	var l *ListingRow
+	var l *readmodel.ListingRow
 	if in.Doc.Chain.IsEVM() && in.Native != nil {
 		l = in.Native
 	} else if in.Doc.Overlay != nil && in.Doc.Overlay.Live(liveAt(in)) {
@@ -735,4 +737,13 @@ func TokenDeadline(in TokenInputs) time.Time {
 		return time.Time{}
 	}
 	return *l.ExpiresAt
+}
+
+// StrPtr returns nil for "" and &s otherwise: the null rule of every
+// nullable string field.
+func StrPtr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
