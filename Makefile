@@ -24,7 +24,7 @@ check-imports:
 vet:
 	$(GO) vet $(PKGS)
 
-## bench: the performance harness (about 15 minutes; report under bench-results/)
+## bench: the performance harness (about 30 minutes; BENCH_MEDIUM=1 about 12; report under bench-results/)
 bench:
 	./scripts/bench
 

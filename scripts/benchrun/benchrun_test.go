@@ -235,6 +235,32 @@ func TestParseOptions(t *testing.T) {
 			assert.Equal(t, 5, o.Runs)
 			assert.Equal(t, 0, o.BigSize)
 		}},
+		{name: "the full run fits its budget and runs the large node in 3 GiB", check: func(t *testing.T, o Options) {
+			assert.Equal(t, 45*time.Minute, o.Budget)
+			assert.Equal(t, int64(3<<30), o.MemCap)
+			assert.True(t, o.GoBench)
+			assert.False(t, o.Medium)
+		}},
+		{name: "medium from env: issue 26's size to iterate on", env: map[string]string{"BENCH_MEDIUM": "1"}, check: func(t *testing.T, o Options) {
+			assert.True(t, o.Medium)
+			assert.Equal(t, 10_000, o.BigSize)
+			assert.Equal(t, 5*time.Second, o.Wrk.Duration)
+			assert.Equal(t, 1, o.Runs)
+			assert.False(t, o.GoBench, "no go test -bench when iterating")
+			assert.Equal(t, int64(3<<30), o.MemCap)
+		}},
+		{name: "medium flag, a setting still overrides it", args: []string{"--medium", "--big", "20000"}, check: func(t *testing.T, o Options) {
+			assert.True(t, o.Medium)
+			assert.Equal(t, 20_000, o.BigSize)
+		}},
+		{name: "memcap off", env: map[string]string{"BENCH_MEMCAP": "0"}, check: func(t *testing.T, o Options) {
+			assert.Zero(t, o.MemCap)
+		}},
+		{name: "memcap flag", args: []string{"--memcap", "8G"}, check: func(t *testing.T, o Options) {
+			assert.Equal(t, int64(8<<30), o.MemCap)
+		}},
+		{name: "bad memcap", env: map[string]string{"BENCH_MEMCAP": "lots"}, wantErr: true},
+		{name: "quick and medium", env: map[string]string{"BENCH_QUICK": "1", "BENCH_MEDIUM": "1"}, wantErr: true},
 		{name: "zero runs", args: []string{"--runs", "0"}, wantErr: true},
 		{name: "sub-second duration", args: []string{"--duration", "100ms"}, wantErr: true},
 		{name: "negative big", env: map[string]string{"BENCH_BIG": "-1"}, wantErr: true},

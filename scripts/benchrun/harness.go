@@ -69,6 +69,59 @@ type SizeRun struct {
 	// (varied, 20–400, about 210 on average).
 	TokensPerCollection int
 	ShutdownTook        time.Duration
+
+	// Cgroup is the memory cgroup the node ran in (the large size, when a
+	// limit is set); nil when it ran uncapped by choice.
+	Cgroup *CgroupRun
+	// MaxAnon is the highest anonymous RSS sampled (RssAnon).
+	MaxAnon int64
+	// Faults are marketd's major page faults (/proc/PID/stat majflt),
+	// cumulative at each point; -1 where not read.
+	Faults Faults
+	// MoreCycles are the cycles after the first measured one (Cycle): the
+	// ones the mixed reads ran during. With Cycle they make the three
+	// cycles after which the store is measured.
+	MoreCycles []*CycleRun
+	// Mixed is the mixed-set wrk runs: idle, and during MoreCycles.
+	Mixed []*MixedRun
+	// Store is the view store's size after the cycles and a value-log GC.
+	Store *StoreRun
+	// Join is a new serve node joining this node's streams.
+	Join *JoinRun
+}
+
+// Faults are a node's cumulative major page faults at points of its run.
+type Faults struct {
+	AtReady, AfterReads, AfterCycles, End int64
+}
+
+// Tokens is the market's token count (0 when the simulator varied it).
+func (s *SizeRun) Tokens() int { return s.Collections * s.TokensPerCollection }
+
+// StoreRun is what the view store (<data-dir>/badger) takes on disk.
+type StoreRun struct {
+	Tokens int
+	Cycles int // tick + ingest cycles after the first, full one
+	// GCRewrites is the value-log files the node's periodic GC rewrote
+	// since start, when the third cycle ended and when measured (-1: the
+	// node has no such counter).
+	GCRewrites0, GCRewrites1 int64
+	Waited                   time.Duration // from the third cycle's end to the measurement
+	GCNote                   string        // how the GC was waited for
+	Live                     DiskUsage     // node running, after the GC wait
+	Stopped                  DiskUsage     // after a clean stop: the figure judged
+	Streams                  DiskUsage     // <data-dir>/nats, for scale
+	AfterReplay              DiskUsage     // the store `marketd replay` built
+	Err                      string
+}
+
+// PerToken is bytes of the stopped store per token (the larger of the
+// apparent and allocated sizes); 0 when unknown.
+func (st *StoreRun) PerToken() float64 {
+	if st == nil || st.Tokens == 0 || st.Stopped.Max() == 0 {
+		return 0
+	}
+	return float64(st.Stopped.Max()) / float64(st.Tokens)
 }
 
 // Background is marketd's own work around a size's read phase. A node
@@ -122,6 +175,7 @@ type ConsumeResult struct {
 	} `json:"rates"`
 	Total struct {
 		Msgs    int     `json:"msgs"`
+		Bytes   int64   `json:"bytes"`
 		Seconds float64 `json:"seconds"`
 		PerSec  float64 `json:"msgsPerSec"`
 	} `json:"total"`
@@ -140,6 +194,10 @@ type ReplayRun struct {
 	Output  string // replay's last lines
 	Raw     []*ConsumeResult
 	RawMax  float64
+	// Bytes is the streams' payload bytes (from the raw read), and PeakRSS
+	// replay's peak resident set (its rusage).
+	Bytes   int64
+	PeakRSS int64
 	Err     string
 }
 
@@ -237,7 +295,9 @@ type node struct {
 	p               *Proc
 	simP            *Proc // marketd sim: the upstreams
 	api, admin, sim string
+	simAddr         string // the built-in simulator's listener (idle)
 	mem             *memSampler
+	cg              *memCgroup // the memory cgroup it runs in, or nil
 }
 
 // stop stops marketd, then the simulator; it returns marketd's shutdown
@@ -245,6 +305,7 @@ type node struct {
 func (n *node) stop() (time.Duration, error) {
 	took, err := n.p.Stop(30 * time.Second)
 	_, _ = n.simP.Stop(10 * time.Second)
+	n.cg.remove()
 	return took, err
 }
 
@@ -266,8 +327,9 @@ func (h *harness) startNode(ctx context.Context, s *SizeRun) (*node, error) {
 	if !s.SimAnchor.IsZero() {
 		simArgs = append(simArgs, "--sim-anchor", s.SimAnchor.Format(time.RFC3339))
 	}
-	if f := h.tokensFlag(ctx); f != "" && s.Collections >= 10_000 {
-		// Issue 6's large market: 100 tokens a collection (10 M at 100 k).
+	if f := h.tokensFlag(ctx); f != "" && s.Label != "demo" {
+		// Issue 6's large market: 100 tokens a collection (10 M at 100 k),
+		// so that the store's bytes per token have a known denominator.
 		simArgs = append(simArgs, f, "100")
 		s.TokensPerCollection = 100
 	}
@@ -298,13 +360,34 @@ func (h *harness) startNode(ctx context.Context, s *SizeRun) (*node, error) {
 	args = append(args, strings.Fields(h.o.ExtraArgs)...)
 	// Unpinned until the read path: start-up and cycles use the machine as a
 	// deployment would, so their CPU figures mean something.
-	p, err := startProc("marketd "+s.Label, h.allCores(), filepath.Join(s.DataDir+".log"), args...)
+	argv := append([]string{"taskset", "-c", h.allCores()}, args...)
+	var g *memCgroup
+	if s.Label != "demo" && h.o.MemCap > 0 {
+		s.Cgroup = &CgroupRun{Limit: h.o.MemCap}
+		g, err = newMemCgroup(ctx, "marketd-bench-"+slugify(s.Label)+"-"+strconv.Itoa(os.Getpid()), h.o.MemCap)
+		if err != nil {
+			s.Cgroup.Why = err.Error()
+			h.note("%s: not measured inside a %s memory cgroup, the node runs uncapped: %v", s.Label, fmtSize(h.o.MemCap), err)
+		} else {
+			s.Cgroup.Mechanism, s.Cgroup.Dir, s.Cgroup.Why = g.Mechanism, g.Dir, g.tried
+			argv = g.wrap(argv)
+			h.logf("%s: marketd runs inside a %s memory cgroup (%s %s)", s.Label, fmtSize(h.o.MemCap), g.Mechanism, g.Dir)
+		}
+	}
+	p, err := startProc("marketd "+s.Label, "", filepath.Join(s.DataDir+".log"), argv...)
 	if err != nil {
 		_, _ = simP.Stop(10 * time.Second)
+		g.remove()
 		return nil, err
 	}
+	if g != nil {
+		if err := g.learn(p.Pid()); err != nil {
+			h.note("%s: %v", s.Label, err)
+		}
+		s.Cgroup.Dir = g.Dir
+	}
 	return &node{p: p, simP: simP, api: "http://" + addrs[0], admin: "http://" + addrs[1], sim: sim,
-		mem: sampleMem(p.Pid(), 250*time.Millisecond)}, nil
+		simAddr: "http://" + addrs[2], cg: g, mem: sampleMem(p.Pid(), 250*time.Millisecond, g)}, nil
 }
 
 // size measures one market size end to end and stops its node.
@@ -338,7 +421,16 @@ func (h *harness) size(ctx context.Context, label string, collections int, withR
 		if m, err := readMem(n.p.Pid()); err == nil {
 			s.PeakRSS = m.HWM
 		}
+		s.Faults.End = faults(n)
+		if s.Cgroup != nil && n.cg != nil {
+			s.Cgroup.End, _ = n.cg.stat()
+			s.Cgroup.Peak = n.cg.peak()
+		}
 		n.mem.Stop()
+		s.MaxAnon = n.mem.MaxAnon()
+		if s.Cgroup != nil {
+			s.Cgroup.SampledPeak = n.mem.MaxCgroup()
+		}
 		took, err := n.stop()
 		s.ShutdownTook = took
 		if err != nil {
@@ -347,6 +439,7 @@ func (h *harness) size(ctx context.Context, label string, collections int, withR
 	}
 	defer stop()
 
+	s.Faults = Faults{-1, -1, -1, -1}
 	cpu0, _ := readCPU(n.p.Pid())
 	ready, err := waitReady(ctx, n.admin, n.p, timeout)
 	s.Ready = ready
@@ -370,7 +463,22 @@ func (h *harness) size(ctx context.Context, label string, collections int, withR
 	}
 	s.ReadyOK = true
 	s.MemReady, _ = readMem(n.p.Pid())
+	s.Faults.AtReady = faults(n)
+	if s.Cgroup != nil && n.cg != nil {
+		s.Cgroup.AtReady, _ = n.cg.stat()
+	}
 	h.logf("ready after %s (CPU %s), RSS %s", ready.Round(time.Millisecond), s.ReadyCPU.Round(time.Millisecond), mib(s.MemReady.RSS))
+
+	// A new serve node joins while the market's clock is ahead of the
+	// wall clock (the harness waits for it anyway, below): its streams
+	// hold the whole market by now.
+	if !demo && ctx.Err() == nil {
+		if left := time.Until(h.deadline); h.deadline.IsZero() || left > 8*time.Minute {
+			s.Join = h.join(ctx, n, s)
+		} else {
+			h.note("%s: the joining serve node was skipped: only %s of the run's budget left", label, left.Round(time.Second))
+		}
+	}
 
 	// The large size's cycle: when the wall clock reaches the market's,
 	// one tick and one cycle, on the whole machine. It runs before the
@@ -379,7 +487,7 @@ func (h *harness) size(ctx context.Context, label string, collections int, withR
 	// keeps what it leaves running out of the reads.
 	if !demo && ctx.Err() == nil {
 		if err := sleepUntil(ctx, s.SimAnchor); err == nil {
-			s.Cycle = h.cycle(ctx, n)
+			s.Cycle = h.cycle(ctx, n, nil)
 		}
 	}
 
@@ -422,6 +530,17 @@ func (h *harness) size(ctx context.Context, label string, collections int, withR
 
 	// Steady memory: after the read load and background's idle window.
 	s.MemSteady, _ = readMem(n.p.Pid())
+	s.Faults.AfterReads = faults(n)
+	if s.Cgroup != nil && n.cg != nil {
+		s.Cgroup.AfterReads, _ = n.cg.stat()
+	}
+
+	// The mixed set: every endpoint in turn, idle (at both sizes: the
+	// demo's is the reference) and, at the large size, while a cycle is
+	// applied; then the store's size after a value-log GC.
+	if ctx.Err() == nil {
+		h.mixedAndCycles(ctx, n, s, demo)
+	}
 
 	// Freshness cycles run on the whole machine again; the pollers stay
 	// on the harness's core.
@@ -433,8 +552,17 @@ func (h *harness) size(ctx context.Context, label string, collections int, withR
 	}
 	stop()
 	h.logf("%s: stopped in %s; peak RSS %s, steady %s", label, s.ShutdownTook.Round(time.Millisecond), mib(s.PeakRSS), mib(s.MemSteady.RSS))
+	if s.Store != nil {
+		s.Store.Stopped, _ = diskUsage(filepath.Join(s.DataDir, "badger"))
+		s.Store.Streams, _ = diskUsage(filepath.Join(s.DataDir, "nats"))
+		h.logf("%s: view store after a clean stop: %s apparent, %s on disk; %.0f bytes per token (%d tokens)", label,
+			mib(s.Store.Stopped.Apparent), mib(s.Store.Stopped.OnDisk), s.Store.PerToken(), s.Store.Tokens)
+	}
 	if ctx.Err() == nil {
 		h.replay(ctx, s)
+		if s.Store != nil {
+			s.Store.AfterReplay, _ = diskUsage(filepath.Join(s.DataDir, "badger"))
+		}
 	}
 	return s
 }
@@ -452,7 +580,11 @@ const simStep = 2 * time.Minute
 // tick would find most of its listings expired (ingest drops rows whose
 // expiry has passed): a catch-up, not the step a 2-minute interval sees.
 // The ticks say how many steps the measured cycle covers.
-func (h *harness) cycle(ctx context.Context, n *node) *CycleRun {
+//
+// during, when not nil, runs while the cycle's POST is in flight (load on
+// the read path); the cycle's CPU then includes answering it. ended is
+// told when the cycle started and when its POST answered.
+func (h *harness) cycle(ctx context.Context, n *node, during func(), ended ...func(start, end time.Time)) *CycleRun {
 	c := &CycleRun{}
 	ticks, lag, err := tickToWall(ctx, n.sim, time.Now)
 	c.Ticks, c.Lag = ticks, lag
@@ -464,9 +596,27 @@ func (h *harness) cycle(ctx context.Context, n *node) *CycleRun {
 	h.logf("cycle: %s; POST /admin/ingest (bound %s)", tickPhrase(c), bound)
 	cpu0, _ := readCPU(n.p.Pid())
 	sim0, _ := readCPU(n.simP.Pid())
+	type answer struct {
+		st  int
+		b   []byte
+		err error
+		at  time.Time
+	}
 	start := time.Now()
-	st, b, err := post(ctx, n.admin+"/admin/ingest", bound)
-	c.Wall = time.Since(start)
+	answered := make(chan answer, 1)
+	go func() {
+		st, b, err := post(ctx, n.admin+"/admin/ingest", bound)
+		answered <- answer{st, b, err, time.Now()}
+	}()
+	if during != nil {
+		during()
+	}
+	a := <-answered
+	st, b, err := a.st, a.b, a.err
+	c.Wall = a.at.Sub(start)
+	for _, f := range ended {
+		f(start, a.at)
+	}
 	cpu1, _ := readCPU(n.p.Pid())
 	sim1, _ := readCPU(n.simP.Pid())
 	c.CPU, c.SimCPU = cpu1-cpu0, sim1-sim0
@@ -671,7 +821,7 @@ func (h *harness) replay(ctx context.Context, s *SizeRun) {
 			return
 		}
 		r.Raw = append(r.Raw, &c)
-		r.Msgs = c.Total.Msgs
+		r.Msgs, r.Bytes = c.Total.Msgs, c.Total.Bytes
 		if c.Total.PerSec > r.RawMax {
 			r.RawMax = c.Total.PerSec
 		}
@@ -682,8 +832,8 @@ func (h *harness) replay(ctx context.Context, s *SizeRun) {
 	h.logf("replay %s: marketd replay --data-dir %s (bound %s)", s.Label, s.DataDir, bound)
 	// Unpinned, like the raw consumer it is compared with.
 	argv := []string{h.bin("marketd"), "replay", "--data-dir", s.DataDir, "--log-format", "json"}
-	out, wall, err := runCmd(ctx, bound, "", argv...)
-	r.Wall = wall
+	out, wall, peak, err := runCmdRSS(ctx, bound, "", argv...)
+	r.Wall, r.PeakRSS = wall, peak
 	r.Output = tail(out, 6)
 	if err != nil {
 		r.Err = strings.TrimSpace(strings.TrimPrefix(r.Err+"; replay: "+err.Error(), "; "))
@@ -695,7 +845,8 @@ func (h *harness) replay(ctx context.Context, s *SizeRun) {
 		r.Rate = float64(r.Msgs) / wall.Seconds()
 	}
 	raw()
-	h.logf("replay %s: %d msgs in %s = %.0f msgs/s; raw consumer best %.0f msgs/s", s.Label, r.Msgs, wall.Round(time.Millisecond), r.Rate, r.RawMax)
+	h.logf("replay %s: %d msgs (%s) in %s = %.0f msgs/s, peak RSS %s; raw consumer best %.0f msgs/s (%.2f×)", s.Label, r.Msgs, mib(r.Bytes),
+		wall.Round(time.Millisecond), r.Rate, mib(r.PeakRSS), r.RawMax, ratio(r.Rate, r.RawMax))
 }
 
 func (h *harness) goBench(ctx context.Context) {

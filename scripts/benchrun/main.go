@@ -11,7 +11,13 @@
 //     and the cost (wall, CPU) of one cycle at the large size;
 //  4. replay rate against the raw ordered-consumer rate on the same store;
 //  5. resident memory (steady, peak) at both sizes;
-//  6. `go test -bench` of the handlers and the projector.
+//  6. `go test -bench` of the handlers and the projector;
+//
+// and, for issue 26, at the large size: the node inside a memory cgroup
+// (cgroup.go: its usage, anonymous memory, major faults), a new `serve`
+// node joining its streams (join.go), reads over a mixed set of endpoints
+// while a cycle is applied (mixed.go), and the view store's bytes per
+// token after three cycles and a value-log GC (phases.go, disk.go).
 //
 // Every phase has a timeout; a phase that fails or does not fit is written
 // into the report as skipped, with the reason, and the run goes on.
@@ -66,20 +72,33 @@ type Options struct {
 	Budget        time.Duration // whole-run budget: later phases shrink or skip to fit (0: none)
 	Keep          bool          // keep data dirs
 	ExtraArgs     string        // extra marketd flags (space-separated)
+	Medium        bool          // the medium preset: 10,000 collections, short runs
+	// MemCap is the memory cgroup limit the large node runs under (0:
+	// uncapped).
+	MemCap      int64
+	JoinTimeout time.Duration // a joining serve node's start-up bound
 }
 
-func defaultOptions(quick bool) Options {
+func defaultOptions(quick, medium bool) Options {
 	o := Options{
 		Quick: quick, BinDir: "bench-results/.bin", RepoDir: ".", OutDir: "bench-results",
 		ServerCore: "0", WrkCore: "1",
 		Wrk:  WrkOptions{Threads: 1, Connections: 64, Duration: 10 * time.Second},
 		Runs: 3, DemoSize: 300, BigSize: 100_000, FreshReps: 20, FreshBudget: 2 * time.Minute,
 		ReadyTimeout: 3 * time.Minute, BigReady: 5 * time.Minute, CycleTimeout: 4 * time.Minute,
-		ReplayTimeout: 3 * time.Minute, GoBench: true, BenchTime: "1s", Budget: 20 * time.Minute,
+		ReplayTimeout: 3 * time.Minute, GoBench: true, BenchTime: "1s", Budget: 45 * time.Minute,
+		MemCap: 3 << 30, JoinTimeout: 3 * time.Minute,
 	}
-	if quick {
+	switch {
+	case quick:
 		o.Wrk.Duration, o.Runs, o.BigSize, o.FreshReps, o.BenchTime = 2*time.Second, 1, 5000, 5, "100ms"
 		o.FreshBudget, o.BigReady = time.Minute, 3*time.Minute
+	case medium:
+		// Issue 26's size to iterate on: 10,000 collections x 100 tokens,
+		// every phase of the full run, shorter wrk runs, no go test -bench.
+		o.Medium = true
+		o.Wrk.Duration, o.Runs, o.BigSize, o.FreshReps = 5*time.Second, 1, 10_000, 5
+		o.FreshBudget, o.BigReady, o.GoBench, o.Budget = time.Minute, 3*time.Minute, false, 25*time.Minute
 	}
 	return o
 }
@@ -87,13 +106,19 @@ func defaultOptions(quick bool) Options {
 // parseOptions reads flags, falling back to BENCH_* variables, then the
 // defaults (BENCH_QUICK=1 or --quick selects the short development mode).
 func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (Options, error) {
-	quick := getenv("BENCH_QUICK") == "1"
+	quick, medium := getenv("BENCH_QUICK") == "1", getenv("BENCH_MEDIUM") == "1"
 	for _, a := range args {
-		if a == "--quick" || a == "-quick" || a == "--quick=true" {
+		switch a {
+		case "--quick", "-quick", "--quick=true":
 			quick = true
+		case "--medium", "-medium", "--medium=true":
+			medium = true
 		}
 	}
-	o := defaultOptions(quick)
+	if quick && medium {
+		return defaultOptions(false, false), fmt.Errorf("quick and medium are two presets: choose one")
+	}
+	o := defaultOptions(quick, medium)
 	fs := flag.NewFlagSet("benchrun", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	env := func(name, def string) string {
@@ -103,6 +128,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 		return def
 	}
 	fs.Bool("quick", quick, "short development mode: 2 s runs, 1 repetition, small large-market (BENCH_QUICK=1)")
+	fs.Bool("medium", medium, "the size to iterate on: 10,000 collections x 100 tokens, every phase, 5 s runs (BENCH_MEDIUM=1)")
 	fs.StringVar(&o.BinDir, "bin-dir", env("BENCH_BIN_DIR", o.BinDir), "directory with marketd, benchref, benchconsume")
 	fs.StringVar(&o.RepoDir, "repo", env("BENCH_REPO", o.RepoDir), "module root (for go test -bench)")
 	fs.StringVar(&o.OutDir, "out", env("BENCH_OUT", o.OutDir), "report directory")
@@ -121,16 +147,23 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.DurationVar(&o.BigReady, "big-ready-timeout", envDur(getenv, "BENCH_BIG_READY_TIMEOUT", o.BigReady), "large start-up bound")
 	fs.DurationVar(&o.CycleTimeout, "cycle-timeout", envDur(getenv, "BENCH_CYCLE_TIMEOUT", o.CycleTimeout), "one ingest cycle bound")
 	fs.DurationVar(&o.ReplayTimeout, "replay-timeout", envDur(getenv, "BENCH_REPLAY_TIMEOUT", o.ReplayTimeout), "one replay bound")
-	fs.BoolVar(&o.GoBench, "gobench", getenv("BENCH_SKIP_GOBENCH") != "1", "run go test -bench")
+	fs.BoolVar(&o.GoBench, "gobench", o.GoBench && getenv("BENCH_SKIP_GOBENCH") != "1", "run go test -bench (BENCH_SKIP_GOBENCH=1: no)")
 	fs.StringVar(&o.BenchTime, "benchtime", env("BENCH_BENCHTIME", o.BenchTime), "go test -benchtime")
 	fs.DurationVar(&o.Budget, "budget", envDur(getenv, "BENCH_BUDGET", o.Budget), "whole-run budget; later phases shrink or are skipped to fit (0: none)")
 	fs.BoolVar(&o.Keep, "keep", getenv("BENCH_KEEP") == "1", "keep the data directories")
 	fs.StringVar(&o.ExtraArgs, "marketd-args", getenv("BENCH_MARKETD_ARGS"), "extra marketd flags")
+	memcap := fs.String("memcap", env("BENCH_MEMCAP", "3G"), "memory cgroup limit of the large node and the joining node (0: uncapped)")
+	fs.DurationVar(&o.JoinTimeout, "join-timeout", envDur(getenv, "BENCH_JOIN_TIMEOUT", o.JoinTimeout), "a joining serve node's start-up bound")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	o.Wrk.Duration = *dur
 	o.Wrk.Core = o.WrkCore
+	mc, err := parseSize(*memcap)
+	if err != nil {
+		return o, err
+	}
+	o.MemCap = mc
 	switch {
 	case o.Runs < 1, o.Wrk.Connections < 1, o.Wrk.Threads < 1, o.Wrk.Duration < time.Second:
 		return o, fmt.Errorf("runs, connections, threads must be ≥ 1 and duration ≥ 1s")
@@ -187,8 +220,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		h.res.Machine["loadEnd"] = strings.Join(strings.Fields(string(b))[:3], " ")
 	}
 	path := filepath.Join(o.OutDir, stamp+".md")
-	if o.Quick {
+	switch {
+	case o.Quick:
 		path = filepath.Join(o.OutDir, stamp+"-quick.md")
+	case o.Medium:
+		path = filepath.Join(o.OutDir, stamp+"-medium.md")
 	}
 	if err := os.WriteFile(path, []byte(renderReport(h.res)), 0o644); err != nil {
 		fmt.Fprintf(stderr, "benchrun: write report: %v\n", err)

@@ -179,18 +179,21 @@ func parseStatTicks(s string) (int64, error) {
 	return u + st, nil
 }
 
-// memSampler polls a process's RSS until stopped and keeps the maximum it
-// saw (VmHWM is the kernel's exact peak; the sampler also gives a series
-// for the phases).
+// memSampler polls a process's RSS (and its memory cgroup's usage, when it
+// has one) until stopped and keeps the maxima it saw (VmHWM is the
+// kernel's exact peak of RSS; anonymous memory and the group's usage have
+// no such mark in every kernel, so their peaks are sampled).
 type memSampler struct {
-	mu   sync.Mutex
-	max  int64
-	last Mem
-	stop chan struct{}
-	done chan struct{}
+	mu      sync.Mutex
+	max     int64
+	maxAnon int64
+	maxCg   int64
+	last    Mem
+	stop    chan struct{}
+	done    chan struct{}
 }
 
-func sampleMem(pid int, every time.Duration) *memSampler {
+func sampleMem(pid int, every time.Duration, g *memCgroup) *memSampler {
 	s := &memSampler{stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
@@ -200,10 +203,15 @@ func sampleMem(pid int, every time.Duration) *memSampler {
 			if m, err := readMem(pid); err == nil {
 				s.mu.Lock()
 				s.last = m
-				if m.RSS > s.max {
-					s.max = m.RSS
-				}
+				s.max, s.maxAnon = max(s.max, m.RSS), max(s.maxAnon, m.Anon)
 				s.mu.Unlock()
+			}
+			if g != nil {
+				if c, err := g.stat(); err == nil {
+					s.mu.Lock()
+					s.maxCg = max(s.maxCg, c.Usage)
+					s.mu.Unlock()
+				}
 			}
 			select {
 			case <-s.stop:
@@ -218,8 +226,22 @@ func sampleMem(pid int, every time.Duration) *memSampler {
 // Last is the latest sample (VmHWM included).
 func (s *memSampler) Last() Mem { s.mu.Lock(); defer s.mu.Unlock(); return s.last }
 
-// Stop ends sampling.
-func (s *memSampler) Stop() { close(s.stop); <-s.done }
+// MaxAnon is the highest anonymous RSS (RssAnon) sampled.
+func (s *memSampler) MaxAnon() int64 { s.mu.Lock(); defer s.mu.Unlock(); return s.maxAnon }
+
+// MaxCgroup is the highest usage of the process's memory cgroup sampled
+// (0 without one).
+func (s *memSampler) MaxCgroup() int64 { s.mu.Lock(); defer s.mu.Unlock(); return s.maxCg }
+
+// Stop ends sampling; it may be called more than once.
+func (s *memSampler) Stop() {
+	select {
+	case <-s.stop:
+	default:
+		close(s.stop)
+	}
+	<-s.done
+}
 
 // freePort returns a loopback address with a port free right now.
 func freePort() (string, error) {
@@ -233,6 +255,13 @@ func freePort() (string, error) {
 
 // runCmd runs argv with a timeout, returning combined output.
 func runCmd(ctx context.Context, timeout time.Duration, dir string, argv ...string) (string, time.Duration, error) {
+	out, d, _, err := runCmdRSS(ctx, timeout, dir, argv...)
+	return out, d, err
+}
+
+// runCmdRSS is runCmd that also returns the peak resident set of the
+// process (its rusage ru_maxrss; 0 when unknown).
+func runCmdRSS(ctx context.Context, timeout time.Duration, dir string, argv ...string) (string, time.Duration, int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
@@ -244,7 +273,13 @@ func runCmd(ctx context.Context, timeout time.Duration, dir string, argv ...stri
 	if ctx.Err() == context.DeadlineExceeded {
 		err = fmt.Errorf("%s: timed out after %s", argv[0], timeout)
 	}
-	return string(out), d, err
+	var peak int64
+	if cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			peak = ru.Maxrss << 10 // kilobytes on Linux
+		}
+	}
+	return string(out), d, peak, err
 }
 
 // tail returns the last n lines of s.

@@ -16,8 +16,28 @@ const (
 	targetCycleWall  = 2 * time.Minute
 	targetCycleCores = 1.0
 	targetReplay     = 0.5
-	targetRSS        = 1500 * 1000 * 1000 // 1.5 GB
 )
+
+// Targets of issue 26 (a lean node at ten million tokens).
+const (
+	targetAnon        = 1 << 30 // anonymous memory inside the cgroup
+	targetPerToken    = 250.0   // bytes of view store per token
+	targetStore       = 3_000_000_000
+	targetJoin        = 60 * time.Second
+	targetReadyLarge  = 120 * time.Second // `marketd all`, empty to ready, 100,000 collections
+	targetReadyMedium = 30 * time.Second  // the same at the medium size (10,000)
+	targetP99vsDemo   = 2.0
+	targetReplayRSS   = 1 << 30
+)
+
+// readyTarget is the start-up goal at a size: issue 26 sets one for the
+// large market and one for the medium market it is iterated on.
+func readyTarget(collections int) time.Duration {
+	if collections <= 10_000 {
+		return targetReadyMedium
+	}
+	return targetReadyLarge
+}
 
 // fmtRatio writes a ratio with two decimals, or three when two would
 // round it onto its target (0.846 against 0.85 would read "0.85" beside a
@@ -75,8 +95,11 @@ func renderReport(r *Results) string {
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	o := r.Options
 	title := "marketd performance"
-	if o.Quick {
+	switch {
+	case o.Quick:
 		title += " (QUICK mode: short runs, not for the README)"
+	case o.Medium:
+		title += " (MEDIUM: 10,000 collections, 5-s runs: the size to iterate on, not for the README)"
 	}
 	w("# %s — %s\n\n", title, r.Started.UTC().Format("2006-01-02 15:04 UTC"))
 	m := r.Machine
@@ -101,9 +124,12 @@ func renderReport(r *Results) string {
 			renderBigTable(&b, s, demo)
 		}
 	}
+	renderMixed(&b, r)
 	renderFreshness(&b, r)
 	renderCycle(&b, r)
 	renderReplay(&b, r)
+	renderJoin(&b, r)
+	renderStore(&b, r)
 	renderMemory(&b, r)
 
 	w("## go test -bench\n\n")
@@ -229,17 +255,22 @@ func renderBigTable(b *strings.Builder, s, demo *SizeRun) {
 	if len(s.Endpoints) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "| endpoint | body bytes | marketd rps | p50 | p99 | demo rps | ratio to demo | reference rps | p99 | target met (≥ %.2f × demo) |\n", targetBigVsDemo)
-	fmt.Fprintf(b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	fmt.Fprintf(b, "| endpoint | body bytes | marketd rps | p50 | p99 | demo rps | ratio to demo | demo p99 | p99 ratio to demo | reference rps | p99 | target met (≥ %.2f × demo rps) | target met (p99 ≤ %.0f × demo) |\n", targetBigVsDemo, targetP99vsDemo)
+	fmt.Fprintf(b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
 	for _, e := range s.Endpoints {
 		mm := e.Marketd.Median
 		d := findEP(demo, e.Name)
-		dr, rr := "–", "–"
-		met := "–"
+		dr, rr, dp, pr := "–", "–", "–", "–"
+		met, pmet := "–", "–"
 		if d != nil && d.Marketd.Median.RPS > 0 {
 			x := ratio(mm.RPS, d.Marketd.Median.RPS)
 			dr, rr = fmt.Sprintf("%.0f", d.Marketd.Median.RPS), fmt.Sprintf("%.2f", x)
 			met = yes(x >= targetBigVsDemo && e.Marketd.OK())
+		}
+		if d != nil && d.Marketd.Median.P99 > 0 {
+			x := ratio(float64(mm.P99), float64(d.Marketd.Median.P99))
+			dp, pr = fmtDur(d.Marketd.Median.P99), fmtRatio(x, targetP99vsDemo)
+			pmet = yes(x <= targetP99vsDemo && e.Marketd.OK())
 		}
 		ref, refp99 := "–", "–"
 		if e.Ref != nil && len(e.Ref.Runs) > 0 {
@@ -248,8 +279,11 @@ func renderBigTable(b *strings.Builder, s, demo *SizeRun) {
 		if c := errCell(e); c != "" {
 			met += " " + c
 		}
-		fmt.Fprintf(b, "| %s | %d | %.0f | %s | %s | %s | %s | %s | %s | %s |\n",
-			e.Name, e.Capture.BodyBytes, mm.RPS, fmtDur(mm.P50), fmtDur(mm.P99), dr, rr, ref, refp99, met)
+		fmt.Fprintf(b, "| %s | %d | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			e.Name, e.Capture.BodyBytes, mm.RPS, fmtDur(mm.P50), fmtDur(mm.P99), dr, rr, dp, pr, ref, refp99, met, pmet)
+	}
+	if s.Cgroup != nil && s.Cgroup.Mechanism != "" {
+		fmt.Fprintf(b, "\nmarketd ran inside a %s memory cgroup (%s); the demo node ran uncapped.\n", fmtSize(s.Cgroup.Limit), s.Cgroup.Mechanism)
 	}
 	fmt.Fprintf(b, "\n")
 }
@@ -330,6 +364,10 @@ func renderCycle(b *strings.Builder, r *Results) {
 				tickPhrase(c), c.Published, fmtDur(c.Wall), fmtDur(c.CPU),
 				ratio(c.CPU.Seconds(), c.Wall.Seconds()), c.CPU.Seconds()/targetCycleWall.Seconds(), fmtDur(c.SimCPU))
 		}
+		for i, c := range s.MoreCycles {
+			fmt.Fprintf(b, "| %s | cycle %d, pinned to the server core, the mixed reads running: %s (%d messages) | %s | %s (reads included) | %.2f | – | %s |\n", s.Label,
+				i+2, tickPhrase(c), c.Published, fmtDur(c.Wall), fmtDur(c.CPU), ratio(c.CPU.Seconds(), c.Wall.Seconds()), fmtDur(c.SimCPU))
+		}
 	}
 	fmt.Fprintf(b, "\nmarketd CPU is the whole marketd process: embedded NATS, ingest, projector, API. The simulator answering the polls runs in its own process (its CPU in the last column); a deployment polls real upstreams instead. "+
 		"The simulator's market moves only when ticked (a step of %s). At the large size its clock is anchored at start-up plus the ready bound (`--sim-anchor`), "+
@@ -339,6 +377,11 @@ func renderCycle(b *strings.Builder, r *Results) {
 	for _, s := range r.Sizes {
 		if c := s.Cycle; c != nil && (c.Err != "" || c.Summary != "") {
 			fmt.Fprintf(b, "%s cycle: %s `%s`\n\n", s.Label, c.Err, c.Summary)
+		}
+		for i, c := range s.MoreCycles {
+			if c.Err != "" {
+				fmt.Fprintf(b, "%s cycle %d: %s\n\n", s.Label, i+2, c.Err)
+			}
 		}
 	}
 }
@@ -365,7 +408,7 @@ func renderReplay(b *strings.Builder, r *Results) {
 		fmt.Fprintf(b, "Not measured.\n\n")
 		return
 	}
-	fmt.Fprintf(b, "| size | messages | replay wall | replay msgs/s | raw ordered consumer msgs/s (best of 2) | ratio | target met (≥ %.1f) |\n|---|---:|---:|---:|---:|---:|---|\n", targetReplay)
+	fmt.Fprintf(b, "| size | messages | stream bytes | replay wall | replay msgs/s | raw ordered consumer msgs/s (best of 2) | ratio | target met (≥ %.1f) | replay peak RSS |\n|---|---:|---:|---:|---:|---:|---:|---|---:|\n", targetReplay)
 	for _, x := range r.Replays {
 		rt := ratio(x.Rate, x.RawMax)
 		met := yes(rt >= targetReplay && x.Err == "")
@@ -376,9 +419,9 @@ func renderReplay(b *strings.Builder, r *Results) {
 		if x.Partial > 0 {
 			rate += fmt.Sprintf(" (cut off after %d messages)", x.Partial)
 		}
-		fmt.Fprintf(b, "| %s | %d | %s | %s | %.0f | %.2f | %s |\n", x.Label, x.Msgs, fmtDur(x.Wall), rate, x.RawMax, rt, met)
+		fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %.0f | %s | %s | %s |\n", x.Label, x.Msgs, mib(x.Bytes), fmtDur(x.Wall), rate, x.RawMax, fmtRatio(rt, targetReplay), met, mib(x.PeakRSS))
 	}
-	fmt.Fprintf(b, "\nReplay wall time is the whole `marketd replay` process (embedded NATS start on the store, Badger, swap); the raw rate is an ordered consumer reading both streams from an embedded server on the same store, timed from the consumer's creation to the last message. Both run unpinned.\n\n")
+	fmt.Fprintf(b, "\nReplay wall time is the whole `marketd replay` process (embedded NATS start on the store, Badger, swap); the raw rate is an ordered consumer reading both streams from an embedded server on the same store, timed from the consumer's creation to the last message. Both run unpinned, one after the other on the same stopped node's store, in the same run. Stream bytes are the messages' payloads as the raw consumer received them; replay's peak RSS is its rusage maximum.\n\n")
 	for _, x := range r.Replays {
 		if x.Output != "" {
 			fmt.Fprintf(b, "`marketd replay` output, %s (last lines):\n\n```\n%s\n```\n\n", x.Label, x.Output)
@@ -387,15 +430,204 @@ func renderReplay(b *strings.Builder, r *Results) {
 }
 
 func renderMemory(b *strings.Builder, r *Results) {
-	fmt.Fprintf(b, "## Memory (marketd RSS)\n\n| size | at ready (or when the start-up bound ran out) | of which anonymous / file-backed | steady (after reads, idle) | peak (VmHWM) | target met (≤ 1.5 GB at the large size) |\n|---|---:|---:|---:|---:|---|\n")
+	fmt.Fprintf(b, "## Memory (marketd RSS)\n\n| size | memory cgroup | at ready (or when the start-up bound ran out) | of which anonymous / file-backed | steady (after reads, idle) | peak (VmHWM) | peak anonymous (sampled) | target met (anonymous ≤ %s) |\n|---|---|---:|---:|---:|---:|---:|---|\n", fmtSize(targetAnon))
 	for i, s := range r.Sizes {
 		met := "–"
-		if i > 0 && s.PeakRSS > 0 {
-			met = yes(s.PeakRSS <= targetRSS)
+		if i > 0 && s.MaxAnon > 0 {
+			met = yes(s.MaxAnon <= targetAnon)
 		}
-		fmt.Fprintf(b, "| %s | %s | %s / %s | %s | %s | %s |\n", s.Label, mib(s.MemReady.RSS), mib(s.MemReady.Anon), mib(s.MemReady.File), mib(s.MemSteady.RSS), mib(s.PeakRSS), met)
+		fmt.Fprintf(b, "| %s | %s | %s | %s / %s | %s | %s | %s | %s |\n", s.Label, cgroupCell(s.Cgroup), mib(s.MemReady.RSS), mib(s.MemReady.Anon), mib(s.MemReady.File),
+			mib(s.MemSteady.RSS), mib(s.PeakRSS), mib(s.MaxAnon), met)
 	}
 	fmt.Fprintf(b, "\nFile-backed pages are mostly Badger's memory-mapped value log and tables: the kernel reclaims them under memory pressure, but they count in RSS.\n\n")
+	for _, s := range r.Sizes {
+		renderCgroup(b, s)
+	}
+}
+
+func cgroupCell(c *CgroupRun) string {
+	switch {
+	case c == nil:
+		return "none"
+	case c.Mechanism == "":
+		return "none (" + fmtSize(c.Limit) + " asked, not available)"
+	default:
+		return fmtSize(c.Limit) + ", " + c.Mechanism
+	}
+}
+
+// faultDelta is b-a, or "–" when either is unknown.
+func faultDelta(a, b int64) string {
+	if a < 0 || b < 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%d", b-a)
+}
+
+// renderCgroup is a size's memory cgroup: how it was made, its usage and
+// the major faults of each phase.
+func renderCgroup(b *strings.Builder, s *SizeRun) {
+	c := s.Cgroup
+	if c == nil {
+		return
+	}
+	fmt.Fprintf(b, "### %s: inside a %s memory cgroup\n\n", s.Label, fmtSize(c.Limit))
+	if c.Mechanism == "" {
+		fmt.Fprintf(b, "**Not measured:** no memory cgroup could be made on this machine, so the node ran uncapped. Why: %s\n\n", c.Why)
+		return
+	}
+	how := map[string]string{
+		mechV2:      "a child of the harness's own cgroup on the unified hierarchy, `memory.max` and `memory.swap.max = 0`",
+		mechSystemd: "`systemd-run --scope -p MemoryMax=... -p MemorySwapMax=0`",
+		mechV1:      "a child of the harness's own group on the v1 memory hierarchy, `memory.limit_in_bytes` (and `memory.memsw.limit_in_bytes` where swap is accounted)",
+	}[c.Mechanism]
+	fmt.Fprintf(b, "Mechanism: %s (%s), `%s`. The whole `marketd all` process ran in it from start-up (embedded NATS included; the simulator answering its polls ran outside). The limit counts anonymous memory and the page cache the process touches (Badger's mapped files, the streams' files).", c.Mechanism, how, c.Dir)
+	if c.Why != "" {
+		fmt.Fprintf(b, " Not used: %s.", strings.TrimSuffix(c.Why, "."))
+	}
+	fmt.Fprintf(b, "\n\n")
+	fmt.Fprintf(b, "| point | group usage | anonymous | page cache | major faults (group) | OOM kills | times at the limit |\n|---|---:|---:|---:|---:|---:|---:|\n")
+	row := func(name string, x CgroupStat) {
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %d | %d | %d |\n", name, mib(x.Usage), mib(x.Anon), mib(x.File), x.MajFaults, x.OOMKills, x.LimitHits)
+	}
+	row("at ready", c.AtReady)
+	row("after the reads", c.AfterReads)
+	row("at the end", c.End)
+	peak := mib(c.Peak)
+	if c.Peak == 0 {
+		peak = "not kept by this kernel"
+	}
+	fmt.Fprintf(b, "\nPeak usage: %s (the group's own mark), %s sampled every 250 ms. ", peak, mib(c.SampledPeak))
+	f := s.Faults
+	fmt.Fprintf(b, "marketd's major page faults (/proc/PID/stat): %s during start-up to ready, %s from ready through the first cycle and the reads, %s during the cycles with reads, %s after them.\n\n",
+		faultDelta(0, f.AtReady), faultDelta(f.AtReady, f.AfterReads), faultDelta(f.AfterReads, f.AfterCycles), faultDelta(f.AfterCycles, f.End))
+}
+
+// renderMixed is the mixed set idle and while a cycle is applied.
+func renderMixed(b *strings.Builder, r *Results) {
+	var demoIdle *MixedRun
+	seen := false
+	for i, s := range r.Sizes {
+		if len(s.Mixed) > 0 {
+			seen = true
+			if i == 0 && !s.Mixed[0].During {
+				demoIdle = s.Mixed[0]
+			}
+		}
+	}
+	fmt.Fprintf(b, "## Reads while a cycle is applied\n\n")
+	if !seen {
+		fmt.Fprintf(b, "Not measured.\n\n")
+		return
+	}
+	fmt.Fprintf(b, "One wrk run over every endpoint above in turn (a Lua script rotating the paths; same connections and pinning as the read tables), on the idle node and, at the large size, started right after `POST /_sim/tick` and `POST /admin/ingest` of cycles 2 and 3, marketd staying pinned to its core, so that the cycle's work and the requests share it. At the large size a run lasts no longer than the first cycle took unpinned, so that the cycle outlasts it; the last column says how much of the run the cycle covered.\n\n")
+	fmt.Fprintf(b, "| size | run | duration | rps | p50 | p99 | p99 / idle p99 (same size) | p99 / demo idle p99 | target met (≤ %.0f × demo) | cycle applied during |\n|---|---|---:|---:|---:|---:|---:|---:|---|---:|\n", targetP99vsDemo)
+	for _, s := range r.Sizes {
+		var idle *MixedRun
+		for _, m := range s.Mixed {
+			if !m.During {
+				idle = m
+			}
+		}
+		for _, m := range s.Mixed {
+			toIdle, toDemo, met, cov := "–", "–", "–", "–"
+			if idle != nil && idle.Stat.P99 > 0 && m != idle {
+				toIdle = fmtRatio(ratio(float64(m.Stat.P99), float64(idle.Stat.P99)), targetP99vsDemo)
+			}
+			if demoIdle != nil && demoIdle.Stat.P99 > 0 && m != demoIdle {
+				x := ratio(float64(m.Stat.P99), float64(demoIdle.Stat.P99))
+				toDemo, met = fmtRatio(x, targetP99vsDemo), yes(x <= targetP99vsDemo && m.ok())
+			}
+			if m.During {
+				cov = fmt.Sprintf("%.0f%%", 100*m.Overlap)
+			}
+			if e := m.errText(); e != "" {
+				met += " (" + e + ")"
+			}
+			fmt.Fprintf(b, "| %s | %s | %s | %.0f | %s | %s | %s | %s | %s | %s |\n", s.Label, m.Label, fmtDur(m.Duration), m.Stat.RPS,
+				fmtDur(m.Stat.P50), fmtDur(m.Stat.P99), toIdle, toDemo, met, cov)
+		}
+	}
+	fmt.Fprintf(b, "\n")
+}
+
+// ok reports whether the run completed with no failed response.
+func (m *MixedRun) ok() bool {
+	return m.Err == "" && m.Stat.Requests > 0 && m.Stat.Non2xx == 0 && m.Stat.SockErrs == 0
+}
+
+func (m *MixedRun) errText() string {
+	var parts []string
+	if m.Err != "" {
+		parts = append(parts, strings.ReplaceAll(m.Err, "|", "/"))
+	}
+	if m.Stat.Non2xx > 0 || m.Stat.SockErrs > 0 {
+		parts = append(parts, fmt.Sprintf("non-2xx %d, socket errors %d", m.Stat.Non2xx, m.Stat.SockErrs))
+	}
+	s := strings.Join(parts, "; ")
+	if len(s) > 160 {
+		s = s[:160] + "…"
+	}
+	return s
+}
+
+// renderJoin is the new serve node joining the large node's streams.
+func renderJoin(b *strings.Builder, r *Results) {
+	for _, s := range r.Sizes {
+		j := s.Join
+		if j == nil {
+			continue
+		}
+		fmt.Fprintf(b, "## A new serve node joining (%s)\n\n", s.Label)
+		if j.Proxy != "" {
+			fmt.Fprintf(b, "**Not measured directly:** %s. The replay of the whole stream (above) stands in for it: a joining node applies the same messages.\n\n", j.Err)
+			continue
+		}
+		fmt.Fprintf(b, "Right after the large node was ready, `marketd serve --nats %s` started on an empty data dir (unpinned; memory cgroup: %s) and was timed to `/readyz` 200: its projector caught up with the streams that hold the whole market. The large node ran meanwhile (idle, or still compacting after its first cycle).\n\n",
+			j.NatsURL, cgroupCell(j.Cgroup))
+		fmt.Fprintf(b, "| ready | CPU | peak RSS | its view store (apparent / on disk) | target met (≤ %s) |\n|---:|---:|---:|---:|---|\n", fmtDur(targetJoin))
+		met := yes(j.ReadyOK && j.Ready <= targetJoin)
+		if j.Err != "" {
+			met += " (" + strings.ReplaceAll(j.Err, "|", "/") + ")"
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s / %s | %s |\n\n", fmtDur(j.Ready), fmtDur(j.CPU), mib(j.PeakRSS), mib(j.Store.Apparent), mib(j.Store.OnDisk), met)
+		if c := j.Cgroup; c != nil && c.Mechanism != "" {
+			fmt.Fprintf(b, "Its memory cgroup: peak %s (sampled %s), %d major faults, %d OOM kills.\n\n", mib(c.Peak), mib(c.SampledPeak), c.End.MajFaults, c.End.OOMKills)
+		}
+	}
+}
+
+// renderStore is the view store's size per token.
+func renderStore(b *strings.Builder, r *Results) {
+	for _, s := range r.Sizes {
+		st := s.Store
+		if st == nil {
+			continue
+		}
+		fmt.Fprintf(b, "## View store on disk (%s)\n\n", s.Label)
+		tokens := fmt.Sprintf("%d tokens (%d collections × %d)", st.Tokens, s.Collections, s.TokensPerCollection)
+		if st.Tokens == 0 {
+			tokens = "an unknown number of tokens (the simulator varied them), so no figure per token"
+		}
+		fmt.Fprintf(b, "`<data-dir>/badger` after the first, full cycle and %d tick + ingest cycle(s), then the value-log GC: %s. The market holds %s.\n\n", st.Cycles, st.GCNote, tokens)
+		fmt.Fprintf(b, "| when | apparent (du --apparent-size) | on disk (du) | files | bytes per token (larger of the two) |\n|---|---:|---:|---:|---:|\n")
+		row := func(name string, u DiskUsage) {
+			if u.Files == 0 {
+				fmt.Fprintf(b, "| %s | – | – | – | – |\n", name)
+				return
+			}
+			per := "–"
+			if st.Tokens > 0 {
+				per = fmt.Sprintf("%.0f", float64(u.Max())/float64(st.Tokens))
+			}
+			fmt.Fprintf(b, "| %s | %s | %s | %d | %s |\n", name, mib(u.Apparent), mib(u.OnDisk), u.Files, per)
+		}
+		row("node running, after the GC wait", st.Live)
+		row("**after a clean stop** (judged)", st.Stopped)
+		row("rebuilt by `marketd replay`", st.AfterReplay)
+		row("the streams (`<data-dir>/nats`), for scale", st.Streams)
+		fmt.Fprintf(b, "\nTargets: ≤ %.0f bytes per token and ≤ %.0f GB in all after a clean stop.\n\n", targetPerToken, float64(targetStore)/1e9)
+	}
 }
 
 // verdicts summarises every target of issue 6.
@@ -532,7 +764,7 @@ func verdicts(r *Results) []verdict {
 		met := true
 		for _, x := range r.Replays {
 			rt := ratio(x.Rate, x.RawMax)
-			p := fmt.Sprintf("%s: %.2f (%.0f vs %.0f msgs/s, %d msgs)", x.Label, rt, x.Rate, x.RawMax, x.Msgs)
+			p := fmt.Sprintf("%s: %s (%.0f vs %.0f msgs/s, %d msgs, %s)", x.Label, fmtRatio(rt, targetReplay), x.Rate, x.RawMax, x.Msgs, mib(x.Bytes))
 			if x.Partial > 0 {
 				p += fmt.Sprintf(", cut off by its bound after %d messages", x.Partial)
 			}
@@ -547,14 +779,7 @@ func verdicts(r *Results) []verdict {
 	}
 	vs = append(vs, rv)
 
-	// Memory.
-	mv := notMeasured
-	mv.target = "RSS ≤ 1.5 GB at the large size"
-	if big != nil && big.PeakRSS > 0 {
-		mv.measured = fmt.Sprintf("peak %s, steady %s", mib(big.PeakRSS), mib(big.MemSteady.RSS))
-		mv.met = yes(big.PeakRSS <= targetRSS)
-	}
-	vs = append(vs, mv)
+	vs = append(vs, issue26Verdicts(r, demo, big, bigv)...)
 	for i := range vs {
 		vs[i].measured = strings.ReplaceAll(vs[i].measured, "|", "/")
 	}
@@ -586,4 +811,171 @@ func renderReadme(r *Results, reportPath string) string {
 	b.WriteString(section("## Read path — demo"))
 	fmt.Fprintf(&b, "Full report of that run: `%s`.\n", reportPath)
 	return b.String()
+}
+
+// issue26Verdicts are the targets of issue 26 at the large size: memory
+// inside the cgroup, the store per token, a joining node, start-up, p99
+// against demo (idle and during a cycle) and replay's memory. bigRPS is
+// the large-vs-demo read verdict ("serves at full speed").
+func issue26Verdicts(r *Results, demo, big *SizeRun, bigRPS verdict) []verdict {
+	nm := func(target string) verdict { return verdict{target: target, measured: "not measured", met: "?"} }
+	var vs []verdict
+
+	// Memory inside the cgroup.
+	mv := nm(fmt.Sprintf("the large node serves at full speed inside a %s memory cgroup; anonymous ≤ %s", fmtSize(3<<30), fmtSize(targetAnon)))
+	if big != nil {
+		c := big.Cgroup
+		anon := fmt.Sprintf("anonymous peak %s (sampled), peak RSS %s", mib(big.MaxAnon), mib(big.PeakRSS))
+		switch {
+		case c == nil:
+			mv.measured = "not measured: the large node ran uncapped (BENCH_MEMCAP=0); " + anon
+		case c.Mechanism == "":
+			mv.measured = "not measured: no memory cgroup on this machine (" + c.Why + "); uncapped " + anon
+		default:
+			mv.target = fmt.Sprintf("the large node serves at full speed inside a %s memory cgroup; anonymous ≤ %s", fmtSize(c.Limit), fmtSize(targetAnon))
+			peak := c.Peak
+			if peak == 0 {
+				peak = c.SampledPeak
+			}
+			ready := "ready after " + fmtDur(big.Ready)
+			if !big.ReadyOK {
+				ready = "**not ready** after " + fmtDur(big.Ready)
+			}
+			mv.measured = fmt.Sprintf("%s (%s): %s; reads %s; group peak %s; %s; major faults %s during the reads; OOM kills %d",
+				c.Mechanism, fmtSize(c.Limit), ready, bigRPS.measured, mib(peak), anon,
+				faultDelta(big.Faults.AtReady, big.Faults.AfterReads), c.End.OOMKills)
+			if big.MaxAnon > 0 || !big.ReadyOK {
+				mv.met = yes(big.ReadyOK && c.End.OOMKills == 0 && bigRPS.met == "yes" && big.MaxAnon > 0 && big.MaxAnon <= targetAnon)
+			}
+		}
+	}
+	vs = append(vs, mv)
+
+	// Store per token.
+	sv := nm(fmt.Sprintf("view store ≤ %.0f bytes per token and ≤ %.0f GB after three cycles and a value-log GC", targetPerToken, float64(targetStore)/1e9))
+	if big != nil && big.Store != nil {
+		st := big.Store
+		switch {
+		case st.Stopped.Files == 0:
+			sv.measured = "not measured: the store could not be read after the stop"
+		case st.Tokens == 0:
+			sv.measured = fmt.Sprintf("%s in all; tokens per collection unknown (the simulator varied them)", mib(st.Stopped.Max()))
+		default:
+			sv.measured = fmt.Sprintf("%.0f bytes per token (%s for %d tokens, after %d cycle(s) besides the first)", st.PerToken(), mib(st.Stopped.Max()), st.Tokens, st.Cycles)
+			sv.met = yes(st.PerToken() <= targetPerToken && st.Stopped.Max() <= targetStore && st.Cycles >= 3)
+		}
+	}
+	vs = append(vs, sv)
+
+	// A joining serve node.
+	jv := nm(fmt.Sprintf("a new serve node joining the large node's streams ready ≤ %s", fmtDur(targetJoin)))
+	if big != nil && big.Join != nil {
+		j := big.Join
+		if j.Proxy != "" {
+			jv.measured = "no serve node: " + j.Err
+			if x := replayOf(r, big.Label); x != nil && x.Wall > 0 {
+				jv.measured += fmt.Sprintf("; proxy: replay of the whole stream took %s", fmtDur(x.Wall))
+				jv.met = yes(x.Err == "" && x.Wall <= targetJoin) + " (proxy)"
+			}
+		} else {
+			jv.measured = fmt.Sprintf("ready after %s, %s CPU, peak RSS %s", fmtDur(j.Ready), fmtDur(j.CPU), mib(j.PeakRSS))
+			if j.Err != "" {
+				jv.measured += "; " + j.Err
+			}
+			jv.met = yes(j.ReadyOK && j.Ready <= targetJoin)
+		}
+	}
+	vs = append(vs, jv)
+
+	// Start-up.
+	rv := nm(fmt.Sprintf("`marketd all` on an empty data dir to ready ≤ %s at 100,000 collections (≤ %s at 10,000)", fmtDur(targetReadyLarge), fmtDur(targetReadyMedium)))
+	if big != nil && big.Ready > 0 {
+		t := readyTarget(big.Collections)
+		rv.target = fmt.Sprintf("`marketd all` on an empty data dir to ready ≤ %s at %d collections", fmtDur(t), big.Collections)
+		if big.ReadyOK {
+			rv.measured = fmt.Sprintf("%s wall, %s CPU", fmtDur(big.Ready), fmtDur(big.ReadyCPU))
+		} else {
+			rv.measured = fmt.Sprintf("not ready after %s", fmtDur(big.Ready))
+		}
+		if big.Cgroup != nil && big.Cgroup.Mechanism != "" {
+			rv.measured += fmt.Sprintf(" (inside the %s cgroup)", fmtSize(big.Cgroup.Limit))
+		}
+		rv.met = yes(big.ReadyOK && big.Ready <= t)
+	}
+	vs = append(vs, rv)
+
+	// p99 against demo, idle.
+	pv := nm(fmt.Sprintf("read p99 at the large size ≤ %.0f × demo p99, every endpoint", targetP99vsDemo))
+	if big != nil && demo != nil {
+		worst, name, n, bad := 0.0, "", 0, 0
+		for _, e := range big.Endpoints {
+			d := findEP(demo, e.Name)
+			if d == nil || d.Marketd.Median.P99 == 0 || len(e.Marketd.Runs) == 0 {
+				bad++
+				continue
+			}
+			if !e.Marketd.OK() {
+				bad++
+			}
+			n++
+			if x := ratio(float64(e.Marketd.Median.P99), float64(d.Marketd.Median.P99)); x > worst {
+				worst, name = x, e.Name
+			}
+		}
+		if n > 0 {
+			pv.measured = fmt.Sprintf("highest %s (%s)", fmtRatio(worst, targetP99vsDemo), name)
+			if bad > 0 {
+				pv.measured += fmt.Sprintf("; %d endpoint(s) not comparable or with errors", bad)
+			}
+			pv.met = yes(worst <= targetP99vsDemo && bad == 0)
+		}
+	}
+	vs = append(vs, pv)
+
+	// p99 during a cycle.
+	cv := nm(fmt.Sprintf("read p99 while a cycle is applied at the large size ≤ %.0f × demo p99 (mixed set)", targetP99vsDemo))
+	var demoIdle *MixedRun
+	if demo != nil && len(demo.Mixed) > 0 && !demo.Mixed[0].During {
+		demoIdle = demo.Mixed[0]
+	}
+	if big != nil && demoIdle != nil && demoIdle.Stat.P99 > 0 {
+		var parts []string
+		met, n := true, 0
+		for _, m := range big.Mixed {
+			if !m.During {
+				continue
+			}
+			n++
+			x := ratio(float64(m.Stat.P99), float64(demoIdle.Stat.P99))
+			parts = append(parts, fmt.Sprintf("%s: p99 %s = %s × demo's %s (cycle applied during %.0f%% of the run)", m.Label, fmtDur(m.Stat.P99),
+				fmtRatio(x, targetP99vsDemo), fmtDur(demoIdle.Stat.P99), 100*m.Overlap))
+			met = met && x <= targetP99vsDemo && m.ok()
+		}
+		if n > 0 {
+			cv.measured = strings.Join(parts, "; ")
+			cv.met = yes(met)
+		}
+	}
+	vs = append(vs, cv)
+
+	// Replay's memory.
+	mr := nm(fmt.Sprintf("`marketd replay` peak RSS ≤ %s", fmtSize(targetReplayRSS)))
+	if big != nil {
+		if x := replayOf(r, big.Label); x != nil && x.PeakRSS > 0 {
+			mr.measured = fmt.Sprintf("%s: peak %s", x.Label, mib(x.PeakRSS))
+			mr.met = yes(x.PeakRSS <= targetReplayRSS && x.Err == "")
+		}
+	}
+	vs = append(vs, mr)
+	return vs
+}
+
+// replayOf is the replay of the size labelled label, or nil.
+func replayOf(r *Results, label string) *ReplayRun {
+	for _, x := range r.Replays {
+		if x.Label == label {
+			return x
+		}
+	}
+	return nil
 }

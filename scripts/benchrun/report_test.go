@@ -23,38 +23,65 @@ func sampleResults() *Results {
 	demo := &SizeRun{Label: "demo", Collections: 300, Ready: 2 * time.Second, ReadyOK: true, Endpoints: []*EPResult{
 		{Endpoint: Endpoint{Name: "floor"}, Capture: Capture{BodyBytes: 600}, Marketd: measured(27000, 5*time.Millisecond), Ref: &ref},
 		{Endpoint: Endpoint{Name: "token"}, Capture: Capture{BodyBytes: 900}, Marketd: measured(20000, 9*time.Millisecond), Ref: &ref},
-	}}
-	big := &SizeRun{Label: "large", Collections: 100000, Ready: 90 * time.Second, ReadyOK: true, ReadyCPU: 100 * time.Second,
-		PeakRSS: 2 << 30, MemSteady: Mem{RSS: 1 << 30},
+	}, Mixed: []*MixedRun{{Label: "idle", Duration: 10 * time.Second, Stat: Stat{RPS: 25000, P50: time.Millisecond, P99: 4 * time.Millisecond, Requests: 250000}}}}
+	big := &SizeRun{Label: "large", Collections: 100000, TokensPerCollection: 100, Ready: 90 * time.Second, ReadyOK: true, ReadyCPU: 100 * time.Second,
+		PeakRSS: 2 << 30, MaxAnon: 900 << 20, MemSteady: Mem{RSS: 1 << 30},
+		Faults: Faults{AtReady: 100, AfterReads: 150, AfterCycles: 400, End: 410},
+		Cgroup: &CgroupRun{Mechanism: mechV1, Dir: "/sys/fs/cgroup/memory/x/marketd-bench-large-1", Limit: 3 << 30,
+			Why:     "cgroup v2: no memory controller; systemd-run: PID 1 is not systemd",
+			AtReady: CgroupStat{Usage: 2 << 30, Anon: 800 << 20, File: 1200 << 20, MajFaults: 90},
+			End:     CgroupStat{Usage: 3 << 30, Anon: 900 << 20, File: 2100 << 20, MajFaults: 400, LimitHits: 12},
+			Peak:    3 << 30, SampledPeak: 3000 << 20},
 		Cycle: &CycleRun{Ticks: 1, Lag: -30 * time.Second, Published: 700, Wall: 30 * time.Second, CPU: 40 * time.Second, SimCPU: 12 * time.Second},
+		MoreCycles: []*CycleRun{
+			{Ticks: 1, Lag: -2 * time.Minute, Published: 690, Wall: 45 * time.Second, CPU: 44 * time.Second, SimCPU: 11 * time.Second},
+			{Ticks: 1, Lag: -4 * time.Minute, Published: 710, Wall: 50 * time.Second, CPU: 46 * time.Second, SimCPU: 11 * time.Second},
+		},
+		Mixed: []*MixedRun{
+			{Label: "idle", Duration: 10 * time.Second, Stat: Stat{RPS: 24000, P99: 5 * time.Millisecond, Requests: 240000}},
+			{Label: "during cycle 2", During: true, Duration: 10 * time.Second, Overlap: 1, Stat: Stat{RPS: 15000, P99: 7 * time.Millisecond, Requests: 150000}},
+			{Label: "during cycle 3", During: true, Duration: 10 * time.Second, Overlap: 0.5, Stat: Stat{RPS: 14000, P99: 9 * time.Millisecond, Requests: 140000}},
+		},
+		Store: &StoreRun{Tokens: 10_000_000, Cycles: 3, GCRewrites0: 4, GCRewrites1: 6, GCNote: "waited 70s",
+			Live: DiskUsage{Apparent: 3 << 30, OnDisk: 2 << 30, Files: 40}, Stopped: DiskUsage{Apparent: 2_000_000_000, OnDisk: 2_100_000_000, Files: 38},
+			Streams: DiskUsage{Apparent: 1 << 30, OnDisk: 1 << 30, Files: 10}},
+		Join: &JoinRun{NatsURL: "nats://127.0.0.1:4222", Ready: 45 * time.Second, ReadyOK: true, CPU: 60 * time.Second, PeakRSS: 700 << 20},
 		Endpoints: []*EPResult{
 			{Endpoint: Endpoint{Name: "floor"}, Marketd: measured(26000, 5*time.Millisecond)},
 			{Endpoint: Endpoint{Name: "token"}, Marketd: measured(10000, 9*time.Millisecond)},
 		}}
 	return &Results{
 		Started: time.Date(2026, 11, 22, 19, 0, 0, 0, time.UTC), Finished: time.Date(2026, 11, 22, 19, 15, 0, 0, time.UTC),
-		Options: defaultOptions(false), Machine: map[string]string{"nproc": "2"},
+		Options: defaultOptions(false, false), Machine: map[string]string{"nproc": "2"},
 		Sizes: []*SizeRun{demo, big},
 		Fresh: []FreshSample{
 			{Observed: true, Served: 800 * time.Millisecond, LastServed: 900 * time.Millisecond, Returned: 950 * time.Millisecond, Published: 850 * time.Millisecond, HasPublish: true},
 			{Observed: true, Served: 700 * time.Millisecond, LastServed: 700 * time.Millisecond, Returned: 720 * time.Millisecond, Published: 690 * time.Millisecond, HasPublish: true},
 		},
-		Replays: []*ReplayRun{{Label: "large", Msgs: 1000, Wall: time.Second, Rate: 1000, RawMax: 1500}},
+		Replays: []*ReplayRun{{Label: "large", Msgs: 1000, Bytes: 300 << 20, Wall: time.Second, Rate: 1000, RawMax: 1500, PeakRSS: 800 << 20}},
 		GoBench: "BenchmarkX-2   100   10 ns/op   0 B/op   0 allocs/op",
 	}
 }
 
 func TestVerdicts(t *testing.T) {
 	vs := verdicts(sampleResults())
-	require.Len(t, vs, 7)
+	require.Len(t, vs, 13)
 	want := []struct{ measured, met string }{
 		{"lowest 0.67 (token)", "**NO**"},
 		{"highest 2.25 (token)", "**NO**"},
 		{"lowest 0.50 (token)", "**NO**"},
 		{"p99 50.0ms last change served after publish end, 2/2 observed", "yes"},
 		{"cycle of 1 tick(s), 700 messages: 30.00s wall, 40.00s CPU (0.33 cores over the interval); first full cycle 90.00s wall, 100.00s CPU", "yes"},
-		{"large: 0.67 (1000 vs 1500 msgs/s, 1000 msgs)", "yes"},
-		{"peak 2048 MiB", "**NO**"},
+		{"large: 0.67 (1000 vs 1500 msgs/s, 1000 msgs, 300 MiB)", "yes"},
+		// Anonymous memory is within 1 GiB, but the reads were not at full
+		// speed inside the group (the token at 0.50 × demo).
+		{"cgroup v1 (3 GiB): ready after 90.00s; reads lowest 0.50 (token); group peak 3072 MiB; anonymous peak 900 MiB (sampled), peak RSS 2048 MiB; major faults 50 during the reads; OOM kills 0", "**NO**"},
+		{"210 bytes per token (2003 MiB for 10000000 tokens, after 3 cycle(s) besides the first)", "yes"},
+		{"ready after 45.00s, 60.00s CPU, peak RSS 700 MiB", "yes"},
+		{"90.00s wall, 100.00s CPU (inside the 3 GiB cgroup)", "yes"},
+		{"highest 1.00 (floor)", "yes"},
+		{"during cycle 2: p99 7.00ms = 1.75 × demo's 4.00ms (cycle applied during 100% of the run); during cycle 3: p99 9.00ms = 2.25 × demo's 4.00ms (cycle applied during 50% of the run)", "**NO**"},
+		{"large: peak 800 MiB", "yes"},
 	}
 	for i, w := range want {
 		assert.Contains(t, vs[i].measured, w.measured, vs[i].target)
@@ -74,11 +101,29 @@ func TestRenderReport(t *testing.T) {
 	for _, s := range []string{
 		"## Targets",
 		"| floor | 600 | 27000 | 2.50ms | 5.00ms | 30000 | 2.00ms | 4.00ms | 0.90 | 1.25 | yes |",
-		"| token | 0 | 10000 | 4.50ms | 9.00ms | 20000 | 0.50 | – | – | **NO** |",
 		"## Freshness (demo size)",
 		"| large | 1 tick(s), the market 30s ahead of the wall clock before them, then POST /admin/ingest (700 messages) | 30.00s | 40.00s | 1.33 | 0.33 | 12.00s |",
-		"| large | 1000 | 1.00s | 1000 | 1500 | 0.67 | yes |",
-		"## Read path — large: 100000 collections",
+		"| large | cycle 2, pinned to the server core, the mixed reads running: 1 tick(s), the market 2m0s ahead of the wall clock before them (690 messages) | 45.00s | 44.00s (reads included) | 0.98 | – | 11.00s |",
+		"| large | 1000 | 300 MiB | 1.00s | 1000 | 1500 | 0.67 | yes | 800 MiB |",
+		"## Read path — large: 100000 collections, 100 tokens per collection (10000000 in all)",
+		"| token | 0 | 10000 | 4.50ms | 9.00ms | 20000 | 0.50 | 9.00ms | 1.00 | – | – | **NO** | yes |",
+		"marketd ran inside a 3 GiB memory cgroup (cgroup v1); the demo node ran uncapped.",
+		"## Reads while a cycle is applied",
+		"| demo | idle | 10.00s | 25000 | 1.00ms | 4.00ms | – | – | – | – |",
+		"| large | idle | 10.00s | 24000 | 0 | 5.00ms | – | 1.25 | yes | – |",
+		"| large | during cycle 2 | 10.00s | 15000 | 0 | 7.00ms | 1.40 | 1.75 | yes | 100% |",
+		"| large | during cycle 3 | 10.00s | 14000 | 0 | 9.00ms | 1.80 | 2.25 | **NO** | 50% |",
+		"## A new serve node joining (large)",
+		"`marketd serve --nats nats://127.0.0.1:4222` started on an empty data dir (unpinned; memory cgroup: none)",
+		"| 45.00s | 60.00s | 700 MiB | n/a / n/a | yes |",
+		"## View store on disk (large)",
+		"| **after a clean stop** (judged) | 1907 MiB | 2003 MiB | 38 | 210 |",
+		"| large | 3 GiB, cgroup v1 | n/a | n/a / n/a | 1024 MiB | 2048 MiB | 900 MiB | yes |",
+		"### large: inside a 3 GiB memory cgroup",
+		"Mechanism: cgroup v1 (a child of the harness's own group on the v1 memory hierarchy, `memory.limit_in_bytes`",
+		"Not used: cgroup v2: no memory controller; systemd-run: PID 1 is not systemd.",
+		"| at the end | 3072 MiB | 900 MiB | 2100 MiB | 400 | 0 | 12 |",
+		"100 during start-up to ready, 50 from ready through the first cycle and the reads, 250 during the cycles with reads, 10 after them.",
 		"BenchmarkX-2",
 	} {
 		assert.Contains(t, out, s)

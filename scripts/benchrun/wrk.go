@@ -162,12 +162,17 @@ type WrkOptions struct {
 	Threads     int
 	Connections int
 	Duration    time.Duration
+	Script      string // wrk -s Lua script ("" = none)
 }
 
 // runWrk runs wrk once against url and parses its output.
 func runWrk(ctx context.Context, o WrkOptions, url string) (Stat, string, error) {
 	args := []string{"wrk", "-t", strconv.Itoa(o.Threads), "-c", strconv.Itoa(o.Connections),
-		"-d", fmt.Sprintf("%ds", int(o.Duration.Round(time.Second)/time.Second)), "--latency", url}
+		"-d", fmt.Sprintf("%ds", int(o.Duration.Round(time.Second)/time.Second)), "--latency"}
+	if o.Script != "" {
+		args = append(args, "-s", o.Script)
+	}
+	args = append(args, url)
 	if o.Core != "" {
 		args = append([]string{"taskset", "-c", o.Core}, args...)
 	}
