@@ -488,6 +488,10 @@ func renderCgroup(b *strings.Builder, s *SizeRun) {
 	fmt.Fprintf(b, "\n\n")
 	fmt.Fprintf(b, "| point | group usage | anonymous | page cache | major faults (group) | OOM kills | times at the limit |\n|---|---:|---:|---:|---:|---:|---:|\n")
 	row := func(name string, x CgroupStat) {
+		if x == (CgroupStat{}) {
+			fmt.Fprintf(b, "| %s | – | – | – | – | – | – |\n", name) // not reached (not ready) or not read
+			return
+		}
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %d | %d | %d |\n", name, mib(x.Usage), mib(x.Anon), mib(x.File), x.MajFaults, x.OOMKills, x.LimitHits)
 	}
 	row("at ready", c.AtReady)
@@ -499,6 +503,10 @@ func renderCgroup(b *strings.Builder, s *SizeRun) {
 	}
 	fmt.Fprintf(b, "\nPeak usage: %s (the group's own mark), %s sampled every 250 ms. ", peak, mib(c.SampledPeak))
 	f := s.Faults
+	if f.AtReady < 0 {
+		fmt.Fprintf(b, "marketd's major page faults (/proc/PID/stat): %s in all (it was not ready).\n\n", faultDelta(0, f.End))
+		return
+	}
 	fmt.Fprintf(b, "marketd's major page faults (/proc/PID/stat): %s during start-up to ready, %s from ready through the first cycle and the reads, %s during the cycles with reads, %s after them.\n\n",
 		faultDelta(0, f.AtReady), faultDelta(f.AtReady, f.AfterReads), faultDelta(f.AfterReads, f.AfterCycles), faultDelta(f.AfterCycles, f.End))
 }
@@ -794,7 +802,7 @@ func renderReadme(r *Results, reportPath string) string {
 	var b strings.Builder
 	m := r.Machine
 	fmt.Fprintf(&b, "## Performance\n\n")
-	fmt.Fprintf(&b, "`make bench` (`scripts/bench`, about 20 minutes) measures the read path against a minimal Fiber server serving the same bytes with the same headers, a large simulated market, freshness, cycle cost, replay and memory, and writes a report under `bench-results/` (git-ignored). Latest run: %s on %s cores (%s), %s, %s; load average %s at the start (the machine was shared, so figures are noisy).\n\n",
+	fmt.Fprintf(&b, "`make bench` (`scripts/bench`, about 30 minutes) measures the read path against a minimal Fiber server serving the same bytes with the same headers, a large simulated market (run inside a 3 GiB memory cgroup), reads while a cycle is applied, freshness, cycle cost, replay against a raw consumer, a new serve node joining, the view store's bytes per token and memory, and writes a report under `bench-results/` (git-ignored). Latest run: %s on %s cores (%s), %s, %s; load average %s at the start (the machine was shared, so figures are noisy).\n\n",
 		r.Started.UTC().Format("2006-01-02"), m["nproc"], m["cpu"], m["memory"], m["go"], m["load"])
 	section := func(title string) string {
 		i := strings.Index(full, title)

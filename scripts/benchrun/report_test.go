@@ -168,7 +168,12 @@ func TestVerdictLargeNotReady(t *testing.T) {
 	assert.Equal(t, "**NO**", vs[4].met)
 	assert.Contains(t, vs[4].measured, "had not been projected after 300.00s")
 	assert.Equal(t, "?", vs[2].met, "no large read path measured")
-	assert.Contains(t, renderReport(r), "**not ready** when the bound ran out")
+	big.Faults = Faults{AtReady: -1, AfterReads: -1, AfterCycles: -1, End: 5000}
+	big.Cgroup.AtReady = CgroupStat{}
+	out := renderReport(r)
+	assert.Contains(t, out, "**not ready** when the bound ran out")
+	assert.Contains(t, out, "| at ready | – | – | – | – | – | – |")
+	assert.Contains(t, out, "5000 in all (it was not ready)")
 }
 
 func TestRenderReadme(t *testing.T) {
@@ -177,6 +182,17 @@ func TestRenderReadme(t *testing.T) {
 	assert.Contains(t, out, "### Targets")
 	assert.Contains(t, out, "### Read path — demo")
 	assert.Contains(t, out, "| floor | 600 | 27000 |")
+	for _, target := range []string{
+		"the large node serves at full speed inside a 3 GiB memory cgroup; anonymous ≤ 1 GiB",
+		"view store ≤ 250 bytes per token and ≤ 3 GB after three cycles and a value-log GC",
+		"a new serve node joining the large node's streams ready ≤ 60.00s",
+		"`marketd all` on an empty data dir to ready ≤ 120.00s at 100000 collections",
+		"read p99 at the large size ≤ 2 × demo p99, every endpoint",
+		"read p99 while a cycle is applied at the large size ≤ 2 × demo p99 (mixed set)",
+	} {
+		assert.Contains(t, out, "| "+target+" |", "issue 26's targets are in the README's table")
+	}
+	assert.NotContains(t, out, "RSS ≤ 1.5 GB", "issue 6's memory target gave way to issue 26's")
 	assert.NotContains(t, out, "## Freshness", "only the targets and the demo table")
 	assert.Contains(t, out, "`bench-results/x.md`")
 }
@@ -218,4 +234,114 @@ func TestRenderFromSavedResults(t *testing.T) {
 	readme, err := os.ReadFile(filepath.Join(dir, "run-readme.md"))
 	require.NoError(t, err)
 	assert.Equal(t, renderReadme(res, filepath.Join(dir, "run.md")), string(readme))
+}
+
+// TestIssue26Verdicts: how each of issue 26's targets reads when a phase
+// could not run as planned.
+func TestIssue26Verdicts(t *testing.T) {
+	const (
+		memory = 6 + iota
+		store
+		join
+		ready
+		p99
+		during
+		replayRSS
+	)
+	tests := []struct {
+		name          string
+		change        func(r *Results)
+		index         int
+		measured, met string
+	}{
+		{name: "no cgroup on the machine", index: memory,
+			change: func(r *Results) {
+				r.Sizes[1].Cgroup = &CgroupRun{Limit: 3 << 30, Why: "cgroup v2: no memory controller; systemd-run: PID 1 is not systemd; cgroup v1: no memory controller mounted"}
+			},
+			measured: "not measured: no memory cgroup on this machine (cgroup v2: no memory controller", met: "?"},
+		{name: "uncapped by choice", index: memory,
+			change:   func(r *Results) { r.Sizes[1].Cgroup = nil },
+			measured: "not measured: the large node ran uncapped (BENCH_MEMCAP=0)", met: "?"},
+		{name: "at full speed and lean inside the group", index: memory,
+			change: func(r *Results) {
+				for _, e := range r.Sizes[1].Endpoints {
+					e.Marketd = measured(27000, 5*time.Millisecond)
+				}
+			},
+			measured: "reads lowest 1.00 (floor)", met: "yes"},
+		{name: "killed by the group", index: memory,
+			change: func(r *Results) {
+				for _, e := range r.Sizes[1].Endpoints {
+					e.Marketd = measured(27000, 5*time.Millisecond)
+				}
+				r.Sizes[1].Cgroup.End.OOMKills = 1
+			},
+			measured: "OOM kills 1", met: "**NO**"},
+		{name: "not ready inside the group", index: memory,
+			change:   func(r *Results) { r.Sizes[1].ReadyOK, r.Sizes[1].Endpoints = false, nil },
+			measured: "**not ready** after 90.00s", met: "**NO**"},
+		{name: "too many bytes per token", index: store,
+			change:   func(r *Results) { r.Sizes[1].Store.Stopped = DiskUsage{Apparent: 20e9, OnDisk: 20e9, Files: 90} },
+			measured: "2000 bytes per token", met: "**NO**"},
+		{name: "fewer than three cycles", index: store,
+			change:   func(r *Results) { r.Sizes[1].Store.Cycles = 1 },
+			measured: "after 1 cycle(s) besides the first", met: "**NO**"},
+		{name: "tokens unknown", index: store,
+			change:   func(r *Results) { r.Sizes[1].Store.Tokens = 0 },
+			measured: "tokens per collection unknown", met: "?"},
+		{name: "a slow join", index: join,
+			change:   func(r *Results) { r.Sizes[1].Join.Ready = 61 * time.Second },
+			measured: "ready after 61.00s", met: "**NO**"},
+		{name: "no NATS URL: replay is the proxy", index: join,
+			change: func(r *Results) {
+				r.Sizes[1].Join = &JoinRun{Proxy: "replay", Err: "no NATS URL for a serve node: expected one listening port"}
+			},
+			measured: "proxy: replay of the whole stream took 1.00s", met: "yes (proxy)"},
+		{name: "medium size has its own start-up goal", index: ready,
+			change:   func(r *Results) { r.Sizes[1].Collections = 10_000 },
+			measured: "90.00s wall", met: "**NO**"},
+		{name: "a p99 over twice the demo's", index: p99,
+			change:   func(r *Results) { r.Sizes[1].Endpoints[1].Marketd = measured(10000, 19*time.Millisecond) },
+			measured: "highest 2.11 (token)", met: "**NO**"},
+		{name: "no demo mixed run", index: during,
+			change:   func(r *Results) { r.Sizes[0].Mixed = nil },
+			measured: "not measured", met: "?"},
+		{name: "errors during the cycle fail it", index: during,
+			change: func(r *Results) {
+				r.Sizes[1].Mixed = r.Sizes[1].Mixed[:2]
+				r.Sizes[1].Mixed[1].Stat.SockErrs = 3
+			},
+			measured: "during cycle 2: p99 7.00ms = 1.75 × demo's 4.00ms", met: "**NO**"},
+		{name: "replay over 1 GiB", index: replayRSS,
+			change:   func(r *Results) { r.Replays[0].PeakRSS = 2 << 30 },
+			measured: "large: peak 2048 MiB", met: "**NO**"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := sampleResults()
+			tc.change(r)
+			v := verdicts(r)[tc.index]
+			assert.Contains(t, v.measured, tc.measured, v.target)
+			assert.Equal(t, tc.met, v.met, v.target)
+		})
+	}
+}
+
+func TestReadyTarget(t *testing.T) {
+	assert.Equal(t, 30*time.Second, readyTarget(10_000))
+	assert.Equal(t, 120*time.Second, readyTarget(100_000))
+}
+
+func TestRenderCgroupNotAvailable(t *testing.T) {
+	r := sampleResults()
+	r.Sizes[1].Cgroup = &CgroupRun{Limit: 3 << 30, Why: "systemd-run: PID 1 is not systemd"}
+	out := renderReport(r)
+	assert.Contains(t, out, "**Not measured:** no memory cgroup could be made on this machine, so the node ran uncapped. Why: systemd-run: PID 1 is not systemd")
+	assert.Contains(t, out, "| large | none (3 GiB asked, not available) |")
+}
+
+func TestRenderJoinProxy(t *testing.T) {
+	r := sampleResults()
+	r.Sizes[1].Join = &JoinRun{Proxy: "replay", Err: "no NATS URL for a serve node: x"}
+	assert.Contains(t, renderReport(r), "**Not measured directly:** no NATS URL for a serve node: x. The replay of the whole stream (above) stands in for it")
 }
