@@ -298,7 +298,9 @@ func publishN(ctx context.Context, js jetstream.JetStream, stream string, n, siz
 	start := time.Now()
 	for i := 0; i < n; i++ {
 		subj := fmt.Sprintf("bench.%d", i%64)
-		if _, err := js.PublishAsync(subj, payload); err != nil {
+		// A loaded machine acknowledges slowly: wait for room rather than
+		// fail after the default 200 ms stall.
+		if _, err := js.PublishAsync(subj, payload, jetstream.WithStallWait(30*time.Second)); err != nil {
 			return Rate{}, fmt.Errorf("publish %d: %w", i, err)
 		}
 	}
