@@ -560,7 +560,8 @@ func (h *harness) size(ctx context.Context, label string, collections int, withR
 	}
 	if ctx.Err() == nil {
 		h.replay(ctx, s)
-		if s.Store != nil {
+		// Only a finished replay swapped in the store it built.
+		if x := replayOf(h.res, s.Label); s.Store != nil && x != nil && x.Err == "" {
 			s.Store.AfterReplay, _ = diskUsage(filepath.Join(s.DataDir, "badger"))
 		}
 	}

@@ -632,7 +632,7 @@ func renderStore(b *strings.Builder, r *Results) {
 		}
 		row("node running, after the GC wait", st.Live)
 		row("**after a clean stop** (judged)", st.Stopped)
-		row("rebuilt by `marketd replay`", st.AfterReplay)
+		row("rebuilt by `marketd replay` (– when replay did not finish)", st.AfterReplay)
 		row("the streams (`<data-dir>/nats`), for scale", st.Streams)
 		fmt.Fprintf(b, "\nTargets: ≤ %.0f bytes per token and ≤ %.0f GB in all after a clean stop.\n\n", targetPerToken, float64(targetStore)/1e9)
 	}
