@@ -10,28 +10,18 @@ import (
 	"github.com/marketd/marketd/readmodel/render"
 )
 
-const (
-	defaultLimit = 25
-	maxLimit     = 100
-	// maxIDLen is SPEC §8's collection {id} length limit: longer is 404
-	// without a lookup.
-	maxIDLen = 200
-	// maxTokenIDLen is SPEC §8's tokenId limit: longer is 404.
-	maxTokenIDLen = 100
-)
-
 var (
-	errLimit      = readmodel.Errorf(readmodel.BadRequest, "limit must be an integer from 1 to 100")
+	errLimit      = readmodel.Errorf(readmodel.BadRequest, "limit must be an integer from 1 to %d", readmodel.MaxPageLimit)
 	errCollection = readmodel.Errorf(readmodel.NotFound, "collection not found")
 )
 
-// queryLimit parses the shared limit parameter: absent → 25; present, it
-// must be a decimal integer from 1 to 100 (out of range is rejected, not
+// queryLimit parses the shared limit parameter: absent → DefaultPageLimit;
+// present, it must be a decimal integer from 1 to MaxPageLimit (out of range is rejected, not
 // clamped).
 func queryLimit(c *fiber.Ctx) (int, error) {
 	args := c.Context().QueryArgs()
 	if !args.Has("limit") {
-		return defaultLimit, nil
+		return readmodel.DefaultPageLimit, nil
 	}
 	v := args.Peek("limit")
 	if len(v) == 0 || len(v) > 4 {
@@ -44,7 +34,7 @@ func queryLimit(c *fiber.Ctx) (int, error) {
 		}
 		n = n*10 + int(ch-'0')
 	}
-	if n < 1 || n > maxLimit {
+	if n < 1 || n > readmodel.MaxPageLimit {
 		return 0, errLimit
 	}
 	return n, nil
@@ -86,15 +76,15 @@ func pathParamView(c *fiber.Ctx, name string) (v string, escaped, ok bool) {
 }
 
 // resolve resolves the {id} path parameter to a canonical id and its
-// collection view. An id over 200 characters is not found without a
+// collection view. An id over readmodel.MaxIDLen characters is not found without a
 // lookup.
 func (s *Server) resolve(c *fiber.Ctx) (render.CollectionView, error) {
 	raw := c.Params("id")
-	if len(raw) > 3*maxIDLen {
+	if len(raw) > 3*readmodel.MaxIDLen {
 		return render.CollectionView{}, errCollection
 	}
 	id, ok := pathParam(c, "id")
-	if !ok || id == "" || len(id) > maxIDLen {
+	if !ok || id == "" || len(id) > readmodel.MaxIDLen {
 		return render.CollectionView{}, errCollection
 	}
 	ctx := c.UserContext()

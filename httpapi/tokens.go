@@ -40,7 +40,7 @@ func (s *Server) getToken(c *fiber.Ctx, rt *route, now time.Time) error {
 	}
 	hex0x := len(address) >= 2 && address[0] == '0' && (address[1] == 'x' || address[1] == 'X')
 	if chain.IsEVM() {
-		if !hex0x || !isEVMAddress(address) {
+		if !hex0x || !readmodel.IsEVMAddress(address) {
 			return errEVMAddress
 		}
 		address = strings.ToLower(address)
@@ -48,12 +48,12 @@ func (s *Server) getToken(c *fiber.Ctx, rt *route, now time.Time) error {
 		if hex0x {
 			return errSolanaHex
 		}
-		if len(address) < 32 || len(address) > 44 || !isBase58(address) {
+		if !readmodel.IsBase58(address) {
 			return errSolanaMint
 		}
 	}
 	tokenID, _, ok := pathParamView(c, "tokenId")
-	if !ok || tokenID == "" || len(tokenID) > maxTokenIDLen {
+	if !ok || tokenID == "" || len(tokenID) > readmodel.MaxTokenIDLen {
 		return errTokenMissing
 	}
 	tv, err := s.r.Token(c.UserContext(), chain, address, tokenID)
@@ -72,35 +72,4 @@ func (s *Server) getToken(c *fiber.Ctx, rt *route, now time.Time) error {
 	s.appendTimed(resp, tv.Body, now)
 	resp.AppendBodyString("}")
 	return nil
-}
-
-// isEVMAddress reports whether a is 0x (or 0X) followed by exactly 40 hex
-// digits of either case.
-func isEVMAddress(a string) bool {
-	if len(a) != 42 {
-		return false
-	}
-	for i := 2; i < len(a); i++ {
-		ch := a[i]
-		if !('0' <= ch && ch <= '9' || 'a' <= ch && ch <= 'f' || 'A' <= ch && ch <= 'F') {
-			return false
-		}
-	}
-	return true
-}
-
-// isBase58 reports whether every byte of s is in the Bitcoin base58
-// alphabet (no 0, O, I, l).
-func isBase58(s string) bool {
-	for i := 0; i < len(s); i++ {
-		ch := s[i]
-		switch {
-		case '1' <= ch && ch <= '9':
-		case 'A' <= ch && ch <= 'Z' && ch != 'I' && ch != 'O':
-		case 'a' <= ch && ch <= 'z' && ch != 'l':
-		default:
-			return false
-		}
-	}
-	return true
 }

@@ -19,16 +19,19 @@ func IsEVMAddress(s string) bool {
 	return true
 }
 
-const base58Alphabet = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
-
 // IsBase58 reports whether s is a Solana base58 address: 32 to 44
-// characters of the Bitcoin base58 alphabet. Case is significant.
+// characters of the Bitcoin base58 alphabet (no 0, O, I, l). Case is
+// significant.
 func IsBase58(s string) bool {
 	if len(s) < 32 || len(s) > 44 {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		if strings.IndexByte(base58Alphabet, s[i]) < 0 {
+		switch ch := s[i]; {
+		case '1' <= ch && ch <= '9':
+		case 'A' <= ch && ch <= 'Z' && ch != 'I' && ch != 'O':
+		case 'a' <= ch && ch <= 'z' && ch != 'l':
+		default:
 			return false
 		}
 	}

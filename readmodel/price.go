@@ -4,10 +4,6 @@ import (
 	"math/big"
 )
 
-// MaxRawDigits bounds the length of a raw price string. A longer value is
-// upstream garbage, not a price (1e80 wei is far beyond any real supply).
-const MaxRawDigits = 80
-
 // Price is SPEC's Price object. All four fields are always present.
 type Price struct {
 	Raw      string   `json:"raw"`

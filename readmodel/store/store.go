@@ -104,9 +104,6 @@ type pageFlight struct {
 	err     error
 }
 
-// MaxIDLength is the longest {id} that can resolve (SPEC §4).
-const MaxIDLength = 200
-
 // Open opens (creating it if needed) the store in dir. If a replay left a
 // completed build beside dir (dir+".new") and crashed before swapping it
 // in, Open finishes the swap first. Errors are Internal *readmodel.Error.
@@ -433,9 +430,9 @@ func notFound(what string) error { return readmodel.Errorf(readmodel.NotFound, "
 // then its lowercase form. When one alias names several collections the
 // choice is deterministic: a document id beats an address beats a slug;
 // then the chain earlier in readmodel.Chains; then the smaller id. It
-// returns NotFound for an empty, over-long (> MaxIDLength) or unknown id.
+// returns NotFound for an empty, over-long (> readmodel.MaxIDLen) or unknown id.
 func (s *Store) ResolveCollection(ctx context.Context, id string) (string, error) {
-	if id == "" || len(id) > MaxIDLength {
+	if id == "" || len(id) > readmodel.MaxIDLen {
 		return "", notFound("collection")
 	}
 	cid, gen, ok := s.cache.getResolve(id)

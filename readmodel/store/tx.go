@@ -512,7 +512,7 @@ func (t *Tx) SetAliases(cid string, old, new []Alias) {
 		t.del(aliasKey(a, cid))
 	}
 	for _, a := range new {
-		if a.Key == "" || len(a.Key) > MaxIDLength {
+		if a.Key == "" || len(a.Key) > readmodel.MaxIDLen {
 			continue
 		}
 		t.set(aliasKey(a, cid), plain(nil))
