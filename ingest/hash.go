@@ -64,8 +64,9 @@ func (h *hash128) sum16() [16]byte {
 // twelfth of the cycle's bytes. The digest is that of the concatenated
 // fields, whatever the flush points.
 type fieldHasher struct {
-	h   hash128
-	buf []byte
+	h        hash128
+	buf      []byte
+	pollTime time.Time
 }
 
 // hasherFlushAt is the buffered length at which a row's fields go to the
@@ -76,10 +77,11 @@ var hasherPool = sync.Pool{New: func() any {
 	return &fieldHasher{buf: make([]byte, 0, 2*hasherFlushAt)}
 }}
 
-func newFieldHasher() *fieldHasher {
+func newFieldHasher(pollTime time.Time) *fieldHasher {
 	f := hasherPool.Get().(*fieldHasher)
 	f.h.reset()
 	f.buf = f.buf[:0]
+	f.pollTime = pollTime
 	return f
 }
 
@@ -129,34 +131,41 @@ func (f *fieldHasher) ip(v *int64) {
 	f.s(strconv.FormatInt(*v, 10))
 }
 
-// listing writes every field of r; a timestamp equal to pollTime (the
-// poll-time default) is left out so it does not count as a change.
-func (f *fieldHasher) listing(r *readmodel.ListingRow, pollTime time.Time) {
-	f.s(string(r.Chain))
-	f.s(r.ContractAddress)
-	f.s(r.TokenID)
-	f.s(r.Mint)
-	f.s(r.CollectionID)
-	f.s(r.PriceRaw)
-	f.s(r.Seller)
-	f.s(r.Marketplace)
-	f.s(string(r.Status))
-	f.tp(r.ExpiresAt)
-	if r.Timestamp.Equal(pollTime) {
+// fieldHasher is a readmodel.FieldVisitor: a row's Fields method hands it
+// every field, each written terminated. A listing's timestamp equal to
+// pollTime (the poll-time default) is left out so it does not count as a
+// change.
+
+func (f *fieldHasher) Str(_ string, p *string)         { f.s(*p) }
+func (f *fieldHasher) Bool(_ string, p *bool)          { f.b(*p) }
+func (f *fieldHasher) Int64Ptr(_ string, p **int64)    { f.ip(*p) }
+func (f *fieldHasher) TimePtr(_ string, p **time.Time) { f.tp(*p) }
+func (f *fieldHasher) Time(name string, p *time.Time) {
+	if name == "timestamp" && p.Equal(f.pollTime) {
 		f.t(time.Time{})
 	} else {
-		f.t(r.Timestamp)
+		f.t(*p)
 	}
-	f.s(r.OrderID)
-	f.s(r.Tx)
-	f.s(r.BuyerTotalRaw)
+}
+func (f *fieldHasher) Listing(_ string, p **readmodel.ListingRow) {
+	if *p == nil {
+		f.buf = append(f.buf, 'n')
+		return
+	}
+	f.buf = append(f.buf, 'o')
+	f.listing(*p)
+}
+
+// listing writes every field of r and ends it.
+func (f *fieldHasher) listing(r *readmodel.ListingRow) {
+	r.Fields(f)
 	f.buf = append(f.buf, '|')
 }
 
 func hashListings(rows []readmodel.ListingRow, pollTime time.Time) [16]byte {
-	f := newFieldHasher()
+	f := newFieldHasher(pollTime)
 	for i := range rows {
-		f.listing(&rows[i], pollTime)
+		f.listing(&rows[i])
 		f.row()
 	}
 	return f.sum()
@@ -166,27 +175,10 @@ func hashListings(rows []readmodel.ListingRow, pollTime time.Time) [16]byte {
 // change of the bucket count republishes every bucket (the projector
 // trusts what a bucket stored only while the count stays).
 func hashTokens(docs []readmodel.TokenDoc, buckets int, pollTime time.Time) [16]byte {
-	f := newFieldHasher()
+	f := newFieldHasher(pollTime)
 	f.buf = binary.AppendUvarint(f.buf, uint64(buckets))
 	for i := range docs {
-		d := &docs[i]
-		f.s(string(d.Chain))
-		f.s(d.ContractAddress)
-		f.s(d.TokenID)
-		f.s(d.CollectionID)
-		f.s(d.Name)
-		f.s(d.Image)
-		f.ip(d.RarityRank)
-		f.s(d.OwnerAddress)
-		f.b(d.InCustody)
-		f.s(d.CustodyLabel)
-		if d.Overlay != nil {
-			f.buf = append(f.buf, 'o')
-			f.listing(d.Overlay, pollTime)
-		} else {
-			f.buf = append(f.buf, 'n')
-		}
-		f.s(d.LastSaleRaw)
+		docs[i].Fields(f)
 		f.buf = append(f.buf, '#')
 		f.row()
 	}

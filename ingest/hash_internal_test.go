@@ -120,3 +120,24 @@ func BenchmarkHashListings(b *testing.B) {
 		hashListings(rows, poll)
 	}
 }
+
+// BenchmarkHashTokens hashes one bucket of 100 tokens, half with an
+// overlay listing.
+func BenchmarkHashTokens(b *testing.B) {
+	poll := time.Unix(1000, 0)
+	docs := make([]readmodel.TokenDoc, 100)
+	rank := int64(7)
+	for i := range docs {
+		docs[i] = readmodel.TokenDoc{Chain: "ethereum", ContractAddress: "0x95dc0e0763d8cf0b8084d07991dcc1176e286a11", TokenID: strconv.Itoa(i),
+			CollectionID: "ethereum_0x95dc0e0763d8cf0b8084d07991dcc1176e286a11", Name: "Token " + strconv.Itoa(i), RarityRank: &rank,
+			OwnerAddress: "0x8e8f0500b74c8f81342a3503e51a926983ffaa7d", LastSaleRaw: "16614000000730570453"}
+		if i%2 == 0 {
+			docs[i].Overlay = &readmodel.ListingRow{Chain: "ethereum", ContractAddress: docs[i].ContractAddress, TokenID: docs[i].TokenID,
+				PriceRaw: "16614000000730570453", Seller: docs[i].OwnerAddress, Marketplace: "sim", Status: "active", Timestamp: poll, OrderID: "order-" + strconv.Itoa(i)}
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		hashTokens(docs, 4, poll)
+	}
+}

@@ -1,6 +1,7 @@
 package projector
 
 import (
+	"encoding/hex"
 	"math/rand"
 	"reflect"
 	"testing"
@@ -171,4 +172,37 @@ func FuzzTokenRecord(f *testing.F) {
 		require.NoError(t, err)
 		require.Equal(t, got, back)
 	})
+}
+
+// BenchmarkTokenRecord encodes and decodes one token record with an
+// overlay listing: the projector writes one per token it applies and reads
+// one per token it re-renders.
+func BenchmarkTokenRecord(b *testing.B) {
+	d := sampleTokenDoc()
+	observed := time.Unix(1_790_000_000, 0).UTC()
+	rec, _ := newTokenRecord(3, observed, &d)
+	body := rec[tokenRecordHeader:]
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			newTokenRecord(3, observed, &d)
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := decodeTokenBody(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// TestTokenRecordBytes pins the record layout (the store's schema): a
+// change to it, or to the order of readmodel.TokenDoc's or ListingRow's
+// Fields, must come with a store.Schema bump.
+func TestTokenRecordBytes(t *testing.T) {
+	d := sampleTokenDoc()
+	const want = "0961627374726163742b30783030643463346639326335333161666638656266613865613465626335306237646434363738373602313461627374726163745f3078303064346334663932633533316166663865626661386561346562633530623764643436373837360d54696e7920417065732023312668747470733a2f2f696d672e73696d2e6d61726b6574642e746573742f36302f302e706e6701222b307864326535313236363733313732643935353232623361643663383738656438383365376361633238000001000000010015323735363736373830303035313938353038393600086f70656e736561076163746976650280b8f0b00d0002e2cc9ab00d000630786162630000153132303030303030303030303030303030303030"
+	assert.Equal(t, want, hex.EncodeToString(appendTokenDoc(nil, &d)))
 }
