@@ -2,8 +2,6 @@ package ingest
 
 import (
 	"context"
-	"hash/fnv"
-	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -20,24 +18,21 @@ type cycle struct {
 	start time.Time
 	ns    string
 	known map[string]bool // collections of this cycle; nil = unknown
-	colls []collInfo
+	colls []string
 
 	pubMu sync.Mutex // serializes Publish calls
 
-	mu         sync.Mutex // guards everything below
-	sum        Summary
-	hashes     map[hkey][16]byte
-	attempted  []hkey
-	status     map[hkey]statusState
-	newColls   []collInfo
-	collsOK    bool
-	tokWM      string
-	tokOK      bool
-	buckets    map[hkey]int
-	listMemos  map[hkey]listingsMemo
-	salesAt    string
-	salesMoved bool
-	pubErr     error
+	mu        sync.Mutex // guards everything below
+	sum       Summary
+	hashes    map[hkey][16]byte
+	attempted []hkey
+	status    map[hkey]statusState
+	newColls  []string
+	collsOK   bool
+	marks     map[string]string
+	parts     map[hkey]int
+	listMemos map[hkey]listingsMemo
+	pubErr    error
 }
 
 func (in *Ingest) run(ctx context.Context, set map[readmodel.Source]bool) (Summary, error) {
@@ -50,40 +45,41 @@ func (in *Ingest) run(ctx context.Context, set map[readmodel.Source]bool) (Summa
 	in.lastNS = ns
 	c := &cycle{in: in, start: start, ns: strconv.FormatInt(ns, 10),
 		sum:    Summary{Start: start, Sources: map[string]*SourceSummary{}},
-		hashes: map[hkey][16]byte{}, status: map[hkey]statusState{}, buckets: map[hkey]int{}, listMemos: map[hkey]listingsMemo{}}
+		hashes: map[hkey][16]byte{}, status: map[hkey]statusState{}, marks: map[string]string{},
+		parts: map[hkey]int{}, listMemos: map[hkey]listingsMemo{}}
 	if err := ctx.Err(); err != nil {
 		return c.sum, readmodel.Wrap(readmodel.Internal, err, "ingest: cycle not started")
 	}
 	if in.colls == nil {
-		set[readmodel.SourceCollectionIndex] = true // the list drives the rest
-	}
-	var wg sync.WaitGroup
-	goIf := func(s readmodel.Source, f func(context.Context)) {
-		if set[s] {
-			wg.Add(1)
-			go func() { defer wg.Done(); f(ctx) }()
+		for _, p := range in.pollers {
+			if sp := p.Spec(); sp.Collections == source.Lists {
+				set[sp.Source] = true // the list drives the rest
+			}
 		}
 	}
-	goIf(readmodel.SourceCollectionIndex, c.pollCollections)
-	goIf(readmodel.SourcePriceFeed, c.pollRates)
-	wg.Wait()
-	c.colls = in.colls
-	if c.collsOK {
-		c.colls = c.newColls
-	}
-	if c.colls != nil {
-		c.known = make(map[string]bool, len(c.colls))
-		for _, ci := range c.colls {
-			c.known[ci.id] = true
+	// The first polls (collection list, rates), then the others.
+	for _, first := range []bool{true, false} {
+		var wg sync.WaitGroup
+		for _, p := range in.pollers {
+			if sp := p.Spec(); sp.First == first && set[sp.Source] {
+				wg.Add(1)
+				go func() { defer wg.Done(); c.poll(ctx, p, sp) }()
+			}
+		}
+		wg.Wait()
+		if first {
+			c.colls = in.colls
+			if c.collsOK {
+				c.colls = c.newColls
+			}
+			if c.colls != nil {
+				c.known = make(map[string]bool, len(c.colls))
+				for _, id := range c.colls {
+					c.known[id] = true
+				}
+			}
 		}
 	}
-	goIf(readmodel.SourceOrderBook, func(ctx context.Context) { c.pollListings(ctx, readmodel.SourceOrderBook) })
-	goIf(readmodel.SourceIndexerMirror, func(ctx context.Context) { c.pollListings(ctx, readmodel.SourceIndexerMirror) })
-	goIf(readmodel.SourceIndexerMirror, c.pollTokens)
-	goIf(readmodel.SourceIndexerStats, c.pollStats)
-	goIf(readmodel.SourceAnalytics, c.pollAnalytics)
-	goIf(readmodel.SourceSales, c.pollSales)
-	wg.Wait()
 
 	if c.pubErr != nil {
 		in.forget(c.attempted)
@@ -104,8 +100,8 @@ func (in *Ingest) run(ctx context.Context, set map[readmodel.Source]bool) (Summa
 	for k, s := range c.status {
 		in.status[k] = s
 	}
-	for k, n := range c.buckets {
-		in.buckets[k] = n
+	for k, n := range c.parts {
+		in.parts[k] = n
 	}
 	for k, m := range c.listMemos {
 		in.listMemos[k] = m
@@ -113,11 +109,8 @@ func (in *Ingest) run(ctx context.Context, set map[readmodel.Source]bool) (Summa
 	if c.collsOK {
 		in.colls = c.newColls
 	}
-	if c.tokOK {
-		in.tokWM = c.tokWM
-	}
-	if c.salesMoved {
-		in.salesAt = c.salesAt
+	for k, m := range c.marks {
+		in.marks[k] = m
 	}
 	c.sum.End = in.now().UTC()
 	c.sum.Position = pos
@@ -152,12 +145,6 @@ func (c *cycle) reject(key string, err error, n int) {
 	s.Rejected[string(normalize.ReasonOf(err))] += n
 }
 
-func (c *cycle) rejectAll(key string, errs []error) {
-	for _, err := range errs {
-		c.reject(key, err, 1)
-	}
-}
-
 func (c *cycle) accept(key string, n int) {
 	c.mu.Lock()
 	c.src(key).RowsAccepted += n
@@ -187,14 +174,12 @@ func (c *cycle) pollDone(ctx context.Context, key string, err error, began time.
 	return true
 }
 
-func (c *cycle) failed() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.pubErr != nil
+func subject(m *readmodel.Message) hkey {
+	return subjectOf(m.Kind, m.Source, m.CollectionID, m.Bucket)
 }
 
-func subject(m *readmodel.Message) hkey {
-	return keyOf(string(m.Kind) + "/" + string(m.Source) + "/" + m.CollectionID + "/" + strconv.FormatUint(uint64(m.Bucket), 10))
+func subjectOf(kind readmodel.Kind, src readmodel.Source, coll string, bucket uint32) hkey {
+	return keyOf(string(kind) + "/" + string(src) + "/" + coll + "/" + strconv.FormatUint(uint64(bucket), 10))
 }
 
 // offer publishes msg unless its content hash h equals the hash of the
@@ -269,137 +254,203 @@ func (c *cycle) setStatus(ctx context.Context, src readmodel.Source, coll string
 	return c.publish(ctx, string(src), msg, hkey{}, nil)
 }
 
-func (c *cycle) pollCollections(ctx context.Context) {
-	began := time.Now()
-	src := readmodel.SourceCollectionIndex
-	key := string(src)
-	var list []collInfo
-	seen := map[string]bool{}
-	err := c.in.clients[src].Collections(ctx, c.in.cfg.PageLimit, func(page source.Rows[normalize.RawCollection]) error {
-		c.rejectAll(key, page.Rejects)
-		for _, rc := range page.Rows {
-			d, err := normalize.Collection(rc)
-			if err != nil {
-				c.reject(key, err, 1)
-				continue
-			}
-			if seen[d.ID] {
-				c.reject(key, &normalize.RejectError{Reason: normalize.RejectBadField, Field: "id", Detail: "duplicate"}, 1)
-				continue
-			}
-			seen[d.ID] = true
-			c.accept(key, 1)
-			list = append(list, collInfo{id: d.ID, hasContract: d.ContractAddress != ""})
-			msg := &readmodel.Message{Kind: readmodel.KindCollection, Source: src, CollectionID: d.ID, Collection: &d}
-			if err := c.offer(ctx, key, msg, contentHash(&d)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if !c.pollDone(ctx, key, err, began) {
-		return
-	}
-	if err == nil {
-		c.mu.Lock()
-		c.newColls, c.collsOK = list, true
-		if c.newColls == nil {
-			c.newColls = []collInfo{}
-		}
-		c.mu.Unlock()
-	}
-	_ = c.setStatus(ctx, src, "", err)
+func (c *cycle) unchanged(key string) {
+	c.mu.Lock()
+	c.src(key).Unchanged++
+	c.sum.Unchanged++
+	c.mu.Unlock()
 }
 
-func (c *cycle) pollRates(ctx context.Context) {
+// poll runs one poller and records its outcome: the collection list, its
+// mark, its statuses.
+func (c *cycle) poll(ctx context.Context, p Poller, sp source.Spec) {
 	began := time.Now()
-	src := readmodel.SourcePriceFeed
-	key := string(src)
-	rates, bad, err := c.in.clients[src].Rates(ctx)
-	if err == nil {
-		norm, rejected := normalize.Rates(rates)
-		if n := len(bad) + len(rejected); n > 0 {
-			c.reject(key, &normalize.RejectError{Reason: normalize.RejectBadPrice, Field: "rates"}, n)
+	pr := &pollRun{c: c, ctx: ctx, spec: sp, key: sp.Name}
+	if sp.Status == source.PerCollection {
+		pr.seen = map[string]bool{}
+	}
+	req := source.Request{Limit: c.in.cfg.PageLimit, Mark: c.in.marks[sp.Name], Now: func() time.Time { return c.in.now().UTC() }}
+	mark, err := p.Poll(ctx, req, pr)
+	if !c.pollDone(ctx, pr.key, err, began) {
+		return
+	}
+	c.mu.Lock()
+	if mark != c.in.marks[sp.Name] {
+		c.marks[sp.Name] = mark
+	}
+	if sp.Collections == source.Lists && err == nil {
+		c.newColls, c.collsOK = pr.list, true
+		if c.newColls == nil {
+			c.newColls = []string{}
 		}
-		c.accept(key, len(norm))
-		msg := &readmodel.Message{Kind: readmodel.KindRates, Source: src, Rates: norm}
-		if perr := c.offer(ctx, key, msg, contentHash(norm)); perr != nil {
+	}
+	c.mu.Unlock()
+	switch sp.Status {
+	case source.SourceWide:
+		_ = c.setStatus(ctx, sp.Source, "", err)
+	case source.PerCollection:
+		c.finish(ctx, sp, pr.seen, err)
+	}
+}
+
+// finish publishes, for every listed collection the poll did not deliver,
+// either ok with the empty message of sp.Empty (complete poll) or a
+// failure status.
+func (c *cycle) finish(ctx context.Context, sp source.Spec, seen map[string]bool, pollErr error) {
+	now := c.in.now().UTC()
+	for _, id := range c.colls {
+		if seen[id] {
+			continue
+		}
+		if pollErr == nil && sp.Empty != "" {
+			msg := &readmodel.Message{Kind: sp.Empty, Source: sp.Source, CollectionID: id}
+			if c.offer(ctx, string(sp.Source), msg, hashOf(msg, now)) != nil {
+				return
+			}
+		}
+		if c.setStatus(ctx, sp.Source, id, pollErr) != nil {
 			return
 		}
 	}
-	if !c.pollDone(ctx, key, err, began) {
-		return
-	}
-	_ = c.setStatus(ctx, src, "", err)
 }
 
-// groupID validates a group's collection id against this cycle's list;
-// n() rows are rejected with the reason when it fails.
-func (c *cycle) groupID(key, raw string, n func() int) (string, bool) {
+// pollRun is the source.Sink of one poll.
+type pollRun struct {
+	c    *cycle
+	ctx  context.Context
+	spec source.Spec
+	key  string
+	seen map[string]bool // collections delivered (PerCollection)
+	list []string        // the collection list (Lists)
+}
+
+func (pr *pollRun) Reject(err error, n int) { pr.c.reject(pr.key, err, n) }
+
+// Emit checks a unit's collection, builds it unless its bytes show it
+// unchanged, and publishes what changed (Append: everything).
+func (pr *pollRun) Emit(u source.Unit) error {
+	c, ctx, sp := pr.c, pr.ctx, pr.spec
+	id := u.Collection
+	switch sp.Collections {
+	case source.Checked:
+		var ok bool
+		if id, ok = c.checkCollection(pr.key, u.Collection, u.Size); !ok {
+			return nil
+		}
+		if pr.seen != nil {
+			if pr.seen[id] {
+				return nil
+			}
+			pr.seen[id] = true
+		}
+	case source.Global:
+		id = ""
+	}
+	var subj hkey
+	var raw [16]byte
+	if u.Lazy {
+		subj = subjectOf(u.Kind, sp.Source, id, 0)
+		raw = sum16(u.Raw)
+		if m, ok := c.unchangedRaw(subj, raw, u.At); ok {
+			c.accept(pr.key, int(m.n))
+			c.unchanged(pr.key)
+			return pr.delivered(id)
+		}
+	}
+	b := u.Build(id)
+	c.accept(pr.key, b.Rows)
+	if sp.Collections == source.Lists {
+		pr.list = append(pr.list, id)
+	}
+	for _, m := range b.Msgs {
+		m.Kind, m.Source, m.CollectionID = u.Kind, sp.Source, id
+	}
+	if sp.Append {
+		for _, m := range b.Msgs {
+			if err := c.publish(ctx, pr.key, m, subject(m), nil); err != nil {
+				return err
+			}
+		}
+		return pr.delivered(id)
+	}
+	var h [16]byte
+	for _, m := range b.Msgs {
+		h = hashOf(m, u.At)
+		if err := c.offer(ctx, pr.key, m, h); err != nil {
+			return err
+		}
+	}
+	if len(b.Msgs) > 0 && b.Msgs[0].Buckets > 0 {
+		// A bucketed subject: empty the buckets it had and has no more.
+		nb := len(b.Msgs)
+		pk := subjectOf(u.Kind, sp.Source, id, 0)
+		for bk := nb; bk < c.in.parts[pk]; bk++ {
+			m := &readmodel.Message{Kind: u.Kind, Source: sp.Source, CollectionID: id, Bucket: uint32(bk), Buckets: uint32(nb)}
+			if err := c.offer(ctx, pr.key, m, hashOf(m, u.At)); err != nil {
+				return err
+			}
+		}
+		c.mu.Lock()
+		c.parts[pk] = nb
+		c.mu.Unlock()
+	}
+	if u.Lazy && b.Clean && len(b.Msgs) == 1 {
+		c.mu.Lock()
+		c.listMemos[subj] = listingsMemo{raw: raw, content: h, minExp: b.Expires, n: int32(b.Rows)}
+		c.mu.Unlock()
+	}
+	return pr.delivered(id)
+}
+
+// delivered publishes a collection's ok status (PerCollection).
+func (pr *pollRun) delivered(id string) error {
+	if pr.spec.Status != source.PerCollection {
+		return nil
+	}
+	return pr.c.setStatus(pr.ctx, pr.spec.Source, id, nil)
+}
+
+// checkCollection normalizes a unit's collection id and checks it against
+// this cycle's list; size() rows (nil: 1) are rejected with the reason
+// when it fails.
+func (c *cycle) checkCollection(key, raw string, size func() int) (string, bool) {
 	id, err := normalize.CollectionID(raw)
 	if err == nil && c.known != nil && !c.known[id] {
 		err = &normalize.RejectError{Reason: normalize.RejectUnknownCollect, Field: "collectionId"}
 	}
 	if err != nil {
-		c.reject(key, err, max(n(), 1))
+		n := 1
+		if size != nil {
+			n = max(size(), 1)
+		}
+		c.reject(key, err, n)
 		return "", false
 	}
 	return id, true
 }
 
-// finish publishes, for every listed collection the poll did not deliver,
-// either ok with emptyFn (complete poll) or a failure status.
-func (c *cycle) finish(ctx context.Context, src readmodel.Source, seen map[string]bool, pollErr error, emptyFn func(id string) error) {
-	for _, ci := range c.colls {
-		if seen[ci.id] {
-			continue
-		}
-		if pollErr == nil && emptyFn != nil {
-			if emptyFn(ci.id) != nil {
-				return
-			}
-		}
-		if c.setStatus(ctx, src, ci.id, pollErr) != nil {
-			return
-		}
+// hashOf is the change-detection hash of msg's payload; at is the poll
+// time its rows were normalized at.
+func hashOf(m *readmodel.Message, at time.Time) [16]byte {
+	switch m.Kind {
+	case readmodel.KindListings:
+		return hashListings(m.Listings, at)
+	case readmodel.KindTokens:
+		return hashTokens(m.Tokens, int(m.Buckets), at)
+	case readmodel.KindCollection:
+		return contentHash(m.Collection)
+	case readmodel.KindRates:
+		return contentHash(m.Rates)
+	case readmodel.KindStats:
+		return contentHash(m.Stats)
+	case readmodel.KindAnalytics:
+		return contentHash(m.Analytics)
 	}
+	return contentHash(m)
 }
 
-func lessRaw(a, b string) int {
-	if len(a) != len(b) {
-		if len(a) < len(b) {
-			return -1
-		}
-		return 1
-	}
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func sortListings(rows []readmodel.ListingRow) {
-	sort.SliceStable(rows, func(i, j int) bool {
-		if d := lessRaw(rows[i].PriceRaw, rows[j].PriceRaw); d != 0 {
-			return d < 0
-		}
-		if rows[i].OrderID != rows[j].OrderID {
-			return rows[i].OrderID < rows[j].OrderID
-		}
-		return rows[i].AssetKey() < rows[j].AssetKey()
-	})
-}
-
-func (c *cycle) publishListings(ctx context.Context, src readmodel.Source, id string, rows []readmodel.ListingRow, pollTime time.Time) error {
-	msg := &readmodel.Message{Kind: readmodel.KindListings, Source: src, CollectionID: id, Listings: rows}
-	return c.offer(ctx, string(src), msg, hashListings(rows, pollTime))
-}
-
-// listingsMemo remembers what one collection's listing rows, as an
-// upstream sent them, came to on the poll that last decoded them: the hash
+// listingsMemo remembers what one subject's rows, as an upstream sent
+// them, came to on the poll that last built them (a Lazy unit): the hash
 // of the raw rows, the content hash of the normalized rows, how many were
 // kept and the earliest expiry among them (unix nanoseconds, 0 = none
 // expires). Pointer-free, like Ingest's other maps.
@@ -409,300 +460,18 @@ type listingsMemo struct {
 	n            int32
 }
 
-// unchangedListings reports whether a group whose raw rows hash to raw
-// would normalize, at now, to what the last recorded publish of subj holds.
+// unchangedRaw reports whether a Lazy unit whose raw rows hash to raw
+// would build, at now, to what the last recorded publish of subj holds.
 // It holds when the upstream sent the same bytes as on the poll memo was
 // taken from (which rejected no row), no row has expired since, and that
-// poll's rows are still the subject's last recorded publish. Normalization
+// poll's rows are still the subject's last recorded publish. Building
 // depends on nothing else: a row's time-of-poll default timestamp is left
 // out of the content hash.
-func (c *cycle) unchangedListings(subj hkey, raw [16]byte, now time.Time) (listingsMemo, bool) {
+func (c *cycle) unchangedRaw(subj hkey, raw [16]byte, now time.Time) (listingsMemo, bool) {
 	m, ok := c.in.listMemos[subj]
 	if !ok || m.raw != raw || (m.minExp != 0 && m.minExp <= now.UnixNano()) {
 		return m, false
 	}
 	h, ok := c.in.hashes[subj]
 	return m, ok && h == m.content
-}
-
-func (c *cycle) unchanged(key string) {
-	c.mu.Lock()
-	c.src(key).Unchanged++
-	c.sum.Unchanged++
-	c.mu.Unlock()
-}
-
-// listingsGroup normalizes, and publishes if changed, one collection's
-// listing rows from src. Most collections' rows do not change between
-// polls (83–91% of them per source in a steady cycle at 100,000
-// collections): their groups are recognized by their bytes
-// (unchangedListings) and neither decoded nor normalized, which were
-// most of a listings poll's CPU.
-func (c *cycle) listingsGroup(ctx context.Context, src readmodel.Source, key string, keep int, id string, g source.LazyGroup[normalize.RawListing], now time.Time) error {
-	msg := &readmodel.Message{Kind: readmodel.KindListings, Source: src, CollectionID: id}
-	subj := subject(msg)
-	raw := sum16(g.Raw)
-	if m, ok := c.unchangedListings(subj, raw, now); ok {
-		c.accept(key, int(m.n))
-		c.unchanged(key)
-		return nil
-	}
-	raws, rejects := g.Decode()
-	c.rejectAll(key, rejects)
-	clean := len(rejects) == 0
-	rows := make([]readmodel.ListingRow, 0, len(raws))
-	var minExp int64
-	for i := range raws {
-		r, err := normalize.Listing(src, raws[i], now)
-		if err != nil {
-			c.reject(key, err, 1)
-			clean = false
-			continue
-		}
-		r.CollectionID = id
-		if r.ExpiresAt != nil {
-			if e := r.ExpiresAt.UnixNano(); minExp == 0 || e < minExp {
-				minExp = e
-			}
-		}
-		rows = append(rows, r)
-	}
-	sortListings(rows)
-	if len(rows) > keep {
-		rows = rows[:keep]
-	}
-	c.accept(key, len(rows))
-	msg.Listings = rows
-	h := hashListings(rows, now)
-	if err := c.offer(ctx, key, msg, h); err != nil {
-		return err
-	}
-	if clean {
-		c.mu.Lock()
-		c.listMemos[subj] = listingsMemo{raw: raw, content: h, minExp: minExp, n: int32(len(rows))}
-		c.mu.Unlock()
-	}
-	return nil
-}
-
-func (c *cycle) pollListings(ctx context.Context, src readmodel.Source) {
-	began := time.Now()
-	key := string(src)
-	keep := readmodel.OrderBookMax
-	if src == readmodel.SourceIndexerMirror {
-		keep = MirrorKeep
-	}
-	seen := map[string]bool{}
-	err := c.in.clients[src].Listings(ctx, c.in.cfg.PageLimit, func(groups []source.LazyGroup[normalize.RawListing]) error {
-		now := c.in.now().UTC()
-		for _, g := range groups {
-			id, ok := c.groupID(key, g.CollectionID, func() int { rows, rejects := g.Decode(); return len(rows) + len(rejects) })
-			if !ok || seen[id] {
-				continue
-			}
-			seen[id] = true
-			if err := c.listingsGroup(ctx, src, key, keep, id, g, now); err != nil {
-				return err
-			}
-			if err := c.setStatus(ctx, src, id, nil); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if !c.pollDone(ctx, key, err, began) {
-		return
-	}
-	now := c.in.now().UTC()
-	c.finish(ctx, src, seen, err, func(id string) error { return c.publishListings(ctx, src, id, nil, now) })
-}
-
-// BucketCount is how many token buckets a collection of n tokens uses: a
-// power of two keeping buckets near 128 tokens (at most about 256).
-func BucketCount(n int) int {
-	b := 1
-	for b*128 < n {
-		b *= 2
-	}
-	return b
-}
-
-// TokenBucket is the stable bucket of a token key (readmodel.TokenKey)
-// among n buckets.
-func TokenBucket(tokenKey string, n int) uint32 {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(tokenKey))
-	return h.Sum32() % uint32(max(n, 1))
-}
-
-func (c *cycle) pollTokens(ctx context.Context) {
-	began := time.Now()
-	src := readmodel.SourceIndexerMirror
-	key := TokensPoll
-	wm, err := c.in.clients[src].Tokens(ctx, c.in.tokWM, c.in.cfg.PageLimit, func(groups []source.RowsGroup[normalize.RawToken]) error {
-		now := c.in.now().UTC()
-		for _, g := range groups {
-			id, ok := c.groupID(key, g.CollectionID, func() int { return len(g.Rows) + len(g.Rejects) })
-			if !ok {
-				continue
-			}
-			c.rejectAll(key, g.Rejects)
-			docs := make([]readmodel.TokenDoc, 0, len(g.Rows))
-			for i := range g.Rows {
-				d, err := normalize.Token(g.Rows[i], now)
-				if err != nil {
-					c.reject(key, err, 1)
-					continue
-				}
-				d.CollectionID = id
-				if d.Overlay != nil {
-					d.Overlay.CollectionID = id
-				}
-				docs = append(docs, d)
-			}
-			c.accept(key, len(docs))
-			nb := BucketCount(len(docs))
-			buckets := make([][]readmodel.TokenDoc, nb)
-			for _, d := range docs {
-				b := TokenBucket(readmodel.TokenKey(d.Chain, d.ContractAddress, d.TokenID), nb)
-				buckets[b] = append(buckets[b], d)
-			}
-			ck := keyOf(id)
-			prev := c.in.buckets[ck]
-			for b := 0; b < max(nb, prev); b++ {
-				var toks []readmodel.TokenDoc
-				if b < nb {
-					toks = buckets[b]
-					sort.Slice(toks, func(i, j int) bool { return toks[i].TokenID < toks[j].TokenID })
-				}
-				msg := &readmodel.Message{Kind: readmodel.KindTokens, Source: src, CollectionID: id, Bucket: uint32(b), Buckets: uint32(nb), Tokens: toks}
-				if err := c.offer(ctx, key, msg, hashTokens(toks, nb, now)); err != nil {
-					return err
-				}
-			}
-			c.mu.Lock()
-			c.buckets[ck] = nb
-			c.mu.Unlock()
-		}
-		return nil
-	})
-	if !c.pollDone(ctx, key, err, began) {
-		return
-	}
-	if err == nil {
-		c.mu.Lock()
-		c.tokWM, c.tokOK = wm, true
-		c.mu.Unlock()
-	}
-}
-
-// pollFlat polls a flat per-collection endpoint (indexer-stats, analytics):
-// walk delivers pages, build normalizes one row into (collection id,
-// message, content hash).
-func pollFlat[R any](ctx context.Context, c *cycle, src readmodel.Source,
-	walk func(context.Context, int, func(source.Rows[R]) error) error,
-	build func(r *R) (string, *readmodel.Message, [16]byte, error)) {
-	began := time.Now()
-	key := string(src)
-	seen := map[string]bool{}
-	err := walk(ctx, c.in.cfg.PageLimit, func(page source.Rows[R]) error {
-		c.rejectAll(key, page.Rejects)
-		for i := range page.Rows {
-			rawID, msg, h, err := build(&page.Rows[i])
-			if err != nil {
-				c.reject(key, err, 1)
-				continue
-			}
-			id, ok := c.groupID(key, rawID, func() int { return 1 })
-			if !ok || seen[id] {
-				continue
-			}
-			seen[id] = true
-			c.accept(key, 1)
-			msg.Source, msg.CollectionID = src, id
-			if err := c.offer(ctx, key, msg, h); err != nil {
-				return err
-			}
-			if err := c.setStatus(ctx, src, id, nil); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if !c.pollDone(ctx, key, err, began) {
-		return
-	}
-	c.finish(ctx, src, seen, err, nil)
-}
-
-func (c *cycle) pollStats(ctx context.Context) {
-	pollFlat(ctx, c, readmodel.SourceIndexerStats, c.in.clients[readmodel.SourceIndexerStats].Stats,
-		func(rs *normalize.RawStats) (string, *readmodel.Message, [16]byte, error) {
-			id, st, err := normalize.Stats(*rs)
-			if err != nil {
-				return "", nil, [16]byte{}, err
-			}
-			return id, &readmodel.Message{Kind: readmodel.KindStats, Stats: &st}, contentHash(&st), nil
-		})
-}
-
-func (c *cycle) pollAnalytics(ctx context.Context) {
-	pollFlat(ctx, c, readmodel.SourceAnalytics, c.in.clients[readmodel.SourceAnalytics].Analytics,
-		func(ra *normalize.RawAnalytics) (string, *readmodel.Message, [16]byte, error) {
-			id, a, err := normalize.Analytics(*ra)
-			if err != nil {
-				return "", nil, [16]byte{}, err
-			}
-			return id, &readmodel.Message{Kind: readmodel.KindAnalytics, Analytics: &a}, contentHash(&a), nil
-		})
-}
-
-func (c *cycle) pollSales(ctx context.Context) {
-	began := time.Now()
-	src := readmodel.SourceSales
-	key := string(src)
-	batch := uint32(0)
-	next, err := c.in.clients[src].Sales(ctx, c.in.salesAt, c.in.cfg.PageLimit, func(page source.Rows[normalize.RawSale], _ string) error {
-		by := map[string][]readmodel.SaleRow{}
-		var order []string
-		c.rejectAll(key, page.Rejects)
-		for i := range page.Rows {
-			s, err := normalize.Sale(page.Rows[i])
-			if err != nil {
-				c.reject(key, err, 1)
-				continue
-			}
-			if c.known != nil && !c.known[s.CollectionID] {
-				c.reject(key, &normalize.RejectError{Reason: normalize.RejectUnknownCollect, Field: "collectionId"}, 1)
-				continue
-			}
-			if _, ok := by[s.CollectionID]; !ok {
-				order = append(order, s.CollectionID)
-			}
-			by[s.CollectionID] = append(by[s.CollectionID], s)
-		}
-		for _, id := range order {
-			rows := by[id]
-			c.accept(key, len(rows))
-			for len(rows) > 0 {
-				n := min(len(rows), SalesBatch)
-				batch++
-				msg := &readmodel.Message{Kind: readmodel.KindSales, Source: src, CollectionID: id, Bucket: batch, Sales: rows[:n]}
-				if err := c.publish(ctx, key, msg, subject(msg), nil); err != nil {
-					return err
-				}
-				rows = rows[n:]
-			}
-		}
-		return nil
-	})
-	if !c.pollDone(ctx, key, err, began) {
-		return
-	}
-	c.mu.Lock()
-	if next != c.in.salesAt {
-		c.salesAt, c.salesMoved = next, true
-	}
-	c.mu.Unlock()
-	_ = c.setStatus(ctx, src, "", err)
 }

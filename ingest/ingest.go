@@ -35,7 +35,7 @@
 // normalization relative to the poll time; rows with neither a creation
 // nor an update time are stamped with the poll time.
 //
-// Rejected rows are counted by source and reason (readmodel.RejectReason;
+// Rejected rows are counted by source and reason (normalize.RejectReason;
 // "expired" and "inactive" are drops, not garbage) in the cycle Summary and
 // the cumulative Stats; they are never logged one by one.
 package ingest
@@ -79,10 +79,6 @@ const (
 	DefaultInterval  = 2 * time.Minute
 	DefaultTimeout   = 30 * time.Second
 	DefaultPageLimit = 5000
-	// SalesBatch bounds the sales in one KindSales message.
-	SalesBatch = 500
-	// MirrorKeep is how many of the cheapest mirror rows are kept per collection.
-	MirrorKeep = readmodel.ListingsCeiling + readmodel.OrderBookMax
 )
 
 // Config configures Ingest.
@@ -102,19 +98,21 @@ type Ingest struct {
 	pub     Publisher
 	log     zerolog.Logger
 	now     func() time.Time
-	clients map[readmodel.Source]*source.Client
+	pollers []Poller // every registered poll (upstreams), in readmodel.Sources order
 
 	cycleMu sync.Mutex        // held for a whole cycle; guards the fields below
 	hashes  map[hkey][16]byte // pointer-free maps: the garbage collector skips them
 	status  map[hkey]statusState
-	colls   []collInfo // last good collection list; nil = never loaded
-	known   map[string]bool
-	tokWM   string
-	buckets map[hkey]int
+	colls   []string // last good collection list; nil = never loaded
+	// marks are the polls' resume points (token watermark, sales
+	// cursor), by Spec.Name.
+	marks map[string]string
+	// parts is how many buckets a bucketed subject (tokens) was last
+	// published in, by its bucket-0 subject.
+	parts map[hkey]int
 	// listMemos lets a listings poll skip decoding a collection's rows
 	// the upstream sent byte for byte as before (see listingsMemo).
 	listMemos map[hkey]listingsMemo
-	salesAt   string
 	lastNS    int64 // the last cycle's ID prefix
 
 	stats statsCounter
@@ -123,11 +121,6 @@ type Ingest struct {
 	cron   *cron.Cron
 	runCtx context.Context
 	cancel context.CancelFunc
-}
-
-type collInfo struct {
-	id          string
-	hasContract bool
 }
 
 // statusState is a subject's last recorded poll status. Times are unix
@@ -184,8 +177,8 @@ func New(cfg Config, pub Publisher, log zerolog.Logger) (*Ingest, error) {
 		return nil, readmodel.Errorf(readmodel.Internal, "ingest: nil publisher")
 	}
 	in := &Ingest{cfg: cfg, pub: pub, log: log.With().Str("component", "ingest").Logger(), now: cfg.Now,
-		clients: map[readmodel.Source]*source.Client{}, hashes: map[hkey][16]byte{},
-		status: map[hkey]statusState{}, buckets: map[hkey]int{}, listMemos: map[hkey]listingsMemo{}}
+		hashes: map[hkey][16]byte{}, status: map[hkey]statusState{}, marks: map[string]string{},
+		parts: map[hkey]int{}, listMemos: map[hkey]listingsMemo{}}
 	if in.now == nil {
 		in.now = time.Now
 	}
@@ -209,7 +202,11 @@ func New(cfg Config, pub Publisher, log zerolog.Logger) (*Ingest, error) {
 			sc.Timeout = DefaultTimeout
 		}
 		srcs[s] = sc
-		in.clients[s] = source.NewClient(s, sc.BaseURL, sc.Timeout, cfg.HTTPClient)
+		mk, ok := upstreams[s]
+		if !ok {
+			return nil, readmodel.Errorf(readmodel.Internal, "ingest: source %s has no registered poller", s)
+		}
+		in.pollers = append(in.pollers, mk(source.NewClient(s, sc.BaseURL, sc.Timeout, cfg.HTTPClient))...)
 	}
 	for s := range cfg.Sources {
 		if _, ok := readmodel.ParseSource(string(s)); !ok {

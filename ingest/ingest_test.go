@@ -177,7 +177,7 @@ func TestRunCycleFirstPublishesEverything(t *testing.T) {
 	require.NotNil(t, ob)
 	require.NotNil(t, mir)
 	assert.Len(t, ob.Listings, readmodel.OrderBookMax)
-	assert.LessOrEqual(t, len(mir.Listings), ingest.MirrorKeep)
+	assert.LessOrEqual(t, len(mir.Listings), source.MirrorKeep)
 	assert.Greater(t, len(ob.Listings)+len(mir.Listings), 300)
 	for i := 1; i < len(ob.Listings); i++ {
 		a, b := ob.Listings[i-1].PriceRaw, ob.Listings[i].PriceRaw
@@ -227,7 +227,7 @@ func TestRunCycleFirstPublishesEverything(t *testing.T) {
 		assert.Less(t, m.Bucket, m.Buckets, "a bucket carries its collection's bucket count")
 		for _, d := range m.Tokens {
 			assert.Equal(t, m.CollectionID, d.CollectionID)
-			assert.Equal(t, m.Bucket, ingest.TokenBucket(readmodel.TokenKey(d.Chain, d.ContractAddress, d.TokenID), int(m.Buckets)), "the token's bucket among Buckets")
+			assert.Equal(t, m.Bucket, source.TokenBucket(readmodel.TokenKey(d.Chain, d.ContractAddress, d.TokenID), int(m.Buckets)), "the token's bucket among Buckets")
 			if d.InCustody && d.Overlay == nil {
 				custody++
 			}
@@ -240,7 +240,7 @@ func TestRunCycleFirstPublishesEverything(t *testing.T) {
 	require.NotEmpty(t, sales)
 	legacy := 0
 	for _, m := range sales {
-		assert.LessOrEqual(t, len(m.Sales), ingest.SalesBatch)
+		assert.LessOrEqual(t, len(m.Sales), source.SalesBatch)
 		for _, s := range m.Sales {
 			if s.Timestamp.Before(normalize.SaleTimestampCutoff) {
 				legacy++
@@ -497,27 +497,6 @@ func TestNewValidatesConfig(t *testing.T) {
 			} else {
 				assert.Error(t, err)
 			}
-		})
-	}
-}
-
-func TestBuckets(t *testing.T) {
-	tests := []struct {
-		name string
-		n    int
-		want int
-	}{
-		{name: "empty", n: 0, want: 1},
-		{name: "small", n: 128, want: 1},
-		{name: "medium", n: 129, want: 2},
-		{name: "large", n: 600, want: 8},
-		{name: "huge", n: 100000, want: 1024},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, ingest.BucketCount(tc.n))
-			assert.Equal(t, ingest.TokenBucket("ethereum|0xab|1", tc.want), ingest.TokenBucket("ethereum|0xab|1", tc.want), "stable")
-			assert.Less(t, int(ingest.TokenBucket("solana|x|y", tc.want)), tc.want)
 		})
 	}
 }

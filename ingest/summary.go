@@ -28,7 +28,7 @@ type SourceSummary struct {
 	PollsFailed  int            `json:"pollsFailed"`
 	ErrorClass   string         `json:"errorClass,omitempty"`
 	RowsAccepted int            `json:"rowsAccepted"`
-	Rejected     map[string]int `json:"rejected,omitempty"` // by readmodel.RejectReason
+	Rejected     map[string]int `json:"rejected,omitempty"` // by normalize.RejectReason
 	Published    int            `json:"published"`
 	Unchanged    int            `json:"unchanged"`
 	TookMS       int64          `json:"tookMs"` // wall time of the poll, publishing included

@@ -29,7 +29,7 @@
 // # collection-index
 //
 //	GET /collections?cursor=&limit=
-//	  items: readmodel.RawCollection — id, chain, contract (EVM contract or
+//	  items: normalize.RawCollection — id, chain, contract (EVM contract or
 //	  Solana collection mint), name, slug, externalSlug, symbol, image,
 //	  banner, description, tokenStandard, royaltyBps, floor (stored snapshot,
 //	  base units), volumeAllTime, supply, owners, nativeLaunched, createdAt.
@@ -44,7 +44,7 @@
 // # order-book
 //
 //	GET /listings?cursor=&limit=
-//	  grouped items, rows: readmodel.RawListing — the native order book's
+//	  grouped items, rows: normalize.RawListing — the native order book's
 //	  eligible rows: EVM signed orders (orderId "<chain>_<contract>_<tokenId>_<epochMillis>")
 //	  and Solana escrow rows (orderId "<assetMint>_<epochMillis>", seller,
 //	  escrow, custodyConfirmedAt, tx = escrow transfer signature).
@@ -52,12 +52,12 @@
 // # indexer-mirror
 //
 //	GET /listings?cursor=&limit=
-//	  grouped items, rows: readmodel.RawListing — external-marketplace rows
+//	  grouped items, rows: normalize.RawListing — external-marketplace rows
 //	  (marketplace slug, orderId = the marketplace's id, buyerTotal) plus a
 //	  lagged copy of native rows (marketplace "NATIVE"; mirrored Solana ids may
 //	  carry the legacy "brand:" prefix).
 //	GET /tokens?since=&cursor=&limit=
-//	  grouped items, rows: readmodel.RawToken (owner, inCustody,
+//	  grouped items, rows: normalize.RawToken (owner, inCustody,
 //	  custodyLabel, name, image, rarityRank, overlay listing whose orderId is
 //	  the on-chain order hash, lastSale). A group holds EVERY token of a
 //	  collection whose token data changed after the watermark `since`
@@ -67,20 +67,20 @@
 // # indexer-stats
 //
 //	GET /stats?cursor=&limit=
-//	  items: readmodel.RawStats — collectionId, owners, listedCount,
+//	  items: normalize.RawStats — collectionId, owners, listedCount,
 //	  indexedCount.
 //
 // # analytics
 //
 //	GET /analytics?cursor=&limit=
-//	  items: readmodel.RawAnalytics — collectionId, floor (live, base units),
+//	  items: normalize.RawAnalytics — collectionId, floor (live, base units),
 //	  volume24h, volume7d, volumeAllTime (native units), sales24h, sales7d,
 //	  salesAllTime.
 //
 // # sales
 //
 //	GET /sales?cursor=&limit=
-//	  An append-only feed: items: readmodel.RawSale (blockTime absent on
+//	  An append-only feed: items: normalize.RawSale (blockTime absent on
 //	  legacy rows, recordedAt = write time, orderId = the listing sold or
 //	  absent, tx). nextCursor is never empty: it is the position after the
 //	  last item, to be stored and passed back on the next poll; "hasMore"

@@ -232,3 +232,24 @@ func TestRatesAndRowDecoding(t *testing.T) {
 		})
 	}
 }
+
+func TestBuckets(t *testing.T) {
+	tests := []struct {
+		name string
+		n    int
+		want int
+	}{
+		{name: "empty", n: 0, want: 1},
+		{name: "small", n: 128, want: 1},
+		{name: "medium", n: 129, want: 2},
+		{name: "large", n: 600, want: 8},
+		{name: "huge", n: 100000, want: 1024},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, source.BucketCount(tc.n))
+			assert.Equal(t, source.TokenBucket("ethereum|0xab|1", tc.want), source.TokenBucket("ethereum|0xab|1", tc.want), "stable")
+			assert.Less(t, int(source.TokenBucket("solana|x|y", tc.want)), tc.want)
+		})
+	}
+}

@@ -86,7 +86,7 @@ func readBodyInto(buf *bytes.Buffer, r io.Reader, limit, size int64) ([]byte, er
 }
 
 // Rows is one page's rows of type R, decoded leniently: rows that are not
-// objects of R's shape are in Rejects (as *readmodel.RejectError), the
+// objects of R's shape are in Rejects (as *normalize.RejectError), the
 // others in Rows.
 type Rows[R any] struct {
 	Rows    []R
@@ -221,7 +221,7 @@ func DecodeLazyGrouped[R any](body []byte) (*Page[LazyGroup[R]], error) {
 
 // Decode decodes the group's rows leniently, as DecodeGrouped does: rows
 // that are not objects of R's shape are returned in rejects (as
-// *readmodel.RejectError), the others in rows.
+// *normalize.RejectError), the others in rows.
 func (g LazyGroup[R]) Decode() (rows []R, rejects []error) {
 	if g.Raw == nil {
 		return nil, nil
@@ -286,4 +286,38 @@ func DecodeRow(raw json.RawMessage, v any) error {
 		return &normalize.RejectError{Reason: normalize.RejectBadJSON, Field: "row", Detail: err.Error()}
 	}
 	return nil
+}
+
+// Page decoders for walk.
+
+// RawGroup is one collection's undecoded rows.
+type RawGroup = Group[json.RawMessage]
+
+func flat[R any](body []byte) (Rows[R], string, error) {
+	p, rejects, err := DecodeFlat[R](body)
+	if err != nil {
+		return Rows[R]{}, "", err
+	}
+	return Rows[R]{Rows: p.Items, Rejects: rejects}, p.NextCursor, nil
+}
+
+type groupedPage[R any] struct {
+	groups    []RowsGroup[R]
+	watermark string
+}
+
+func grouped[R any](body []byte) (groupedPage[R], string, error) {
+	p, err := DecodeGrouped[R](body)
+	if err != nil {
+		return groupedPage[R]{}, "", err
+	}
+	return groupedPage[R]{groups: p.Items, watermark: p.Watermark}, p.NextCursor, nil
+}
+
+func lazyGrouped[R any](body []byte) ([]LazyGroup[R], string, error) {
+	p, err := DecodeLazyGrouped[R](body)
+	if err != nil {
+		return nil, "", err
+	}
+	return p.Items, p.NextCursor, nil
 }
