@@ -1,20 +1,29 @@
-// Package ingest polls marketd's seven upstreams, normalizes their rows
-// (readmodel.Normalize*) and publishes only what changed as
-// readmodel.Messages through a Publisher (the bus). It imports readmodel
-// and its own adapters (ingest/source), never the bus, store or projector.
+// Package ingest polls marketd's seven upstreams and publishes only what
+// changed as readmodel.Messages through a Publisher (the bus). It imports
+// readmodel and its own adapters (ingest/source), never the bus, store or
+// projector.
 //
-// A cycle polls collection-index and price-feed first (the collection list
-// drives the per-collection sources), then order-book, indexer-mirror
-// (listings and tokens), indexer-stats, analytics and sales concurrently,
-// each with its own per-request timeout; then it flushes the Publisher and
-// only then records what it published (content hashes, the token watermark
-// and the sales cursor), so a failed flush republishes next time.
+// Each upstream is one file of ingest/source: its Pollers (registered in
+// upstreams) fetch, decode and normalize (readmodel.Normalize*), count the
+// rows they reject and yield the rest as units (source.Unit). The cycle is
+// the same for every poller, as its source.Spec says: it checks each
+// unit's collection against the collection list, detects changes,
+// publishes, and records statuses and what it remembers between cycles.
+//
+// A cycle runs the First polls (collection-index and price-feed: the
+// collection list drives the per-collection sources), then the others
+// (order-book, indexer-mirror listings and tokens, indexer-stats,
+// analytics, sales) concurrently, each with its own per-request timeout;
+// then it flushes the Publisher and only then records what it published
+// (content hashes, bucket counts, listing memos, the collection list and
+// the polls' marks: the token watermark and the sales cursor), so a
+// failed flush republishes next time.
 //
 // Publishing rules:
 //   - KindCollection, KindStats, KindAnalytics per collection; KindRates once;
 //     KindListings per (order-book | indexer-mirror, collection), replacing the
-//     set; KindTokens per (collection, bucket) (TokenBucket); KindSales in
-//     batches of at most SalesBatch new sales per collection.
+//     set; KindTokens per (collection, bucket) (source.TokenBucket); KindSales in
+//     batches of at most source.SalesBatch new sales per collection.
 //   - Each state message is published only when its content hash differs
 //     from the last flushed publish of its subject. Listing rows whose
 //     timestamp defaulted to the poll time hash without it, so they do not
@@ -31,7 +40,7 @@
 // Trimming keeps every message far below 1 MB: order-book keeps the cheapest
 // readmodel.OrderBookMax rows per collection, indexer-mirror the cheapest
 // readmodel.ListingsCeiling + readmodel.OrderBookMax (so native collisions
-// cannot starve the 250-window). Expired and inactive rows are dropped at
+// cannot starve the 250-window; source.MirrorKeep). Expired and inactive rows are dropped at
 // normalization relative to the poll time; rows with neither a creation
 // nor an update time are stamped with the poll time.
 //

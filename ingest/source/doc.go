@@ -1,5 +1,11 @@
-// Package source holds the adapters for marketd's seven upstreams and the
-// one place where their wire contracts are written down. The simulator
+// Package source holds the adapters for marketd's seven upstreams, one
+// file each (collection_index.go, price_feed.go, order_book.go,
+// indexer_mirror.go, indexer_stats.go, analytics.go, sales.go; the
+// listings endpoint order-book and indexer-mirror share is listings.go),
+// and the one place where their wire contracts are written down. Each
+// file's poller fetches, decodes and normalizes its upstream's rows and
+// yields them to the ingest cycle through the types of poll.go; it keeps
+// no state between polls. The simulator
 // (ingest/sim) serves exactly these contracts, so an operator can point an
 // adapter at a real service, at a thin shim in front of one, or at the
 // simulator.
