@@ -1,10 +1,10 @@
 // Package ingest polls marketd's seven upstreams and publishes only what
 // changed as readmodel.Messages through a Publisher (the bus). It imports
-// readmodel and its own adapters (ingest/source), never the bus, store or
-// projector.
+// readmodel, readmodel/normalize and its own adapters (ingest/source), never
+// the bus, store or projector.
 //
 // Each upstream is one file of ingest/source: its Pollers (registered in
-// upstreams) fetch, decode and normalize (readmodel.Normalize*), count the
+// upstreams) fetch, decode and normalize (readmodel/normalize), count the
 // rows they reject and yield the rest as units (source.Unit). The cycle is
 // the same for every poller, as its source.Spec says: it checks each
 // unit's collection against the collection list, detects changes,

@@ -18,7 +18,7 @@
 // per-request timeout, a non-JSON or wrongly shaped body, or a body larger
 // than MaxBody fails the whole poll (see ErrorClass). A single malformed row
 // inside a well-formed page only rejects that row: rows are JSON objects of
-// the readmodel.Raw* shapes (amounts may be JSON strings or numbers and are
+// the normalize.Raw* shapes (amounts may be JSON strings or numbers and are
 // kept as text); a page is decoded in one pass, and only when some row does
 // not fit its shape is it decoded again row by row (DecodeFlat,
 // DecodeGrouped), so garbage costs the garbage page, not every page.
