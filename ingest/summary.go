@@ -5,12 +5,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/marketd/marketd/ingest/source"
 	"github.com/marketd/marketd/readmodel"
 )
 
 // TokensPoll is the Summary/Stats key of the indexer-mirror token poll,
-// counted apart from the indexer-mirror listings poll.
-const TokensPoll = "indexer-mirror/tokens"
+// counted apart from the indexer-mirror listings poll (every poll is keyed
+// by its source.Spec.Name).
+const TokensPoll = source.TokensPoll
 
 // Summary is one cycle's outcome, as POST /admin/ingest answers it.
 type Summary struct {
