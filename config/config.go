@@ -54,6 +54,9 @@ type Config struct {
 
 	RateList int // list bucket, requests per 60 s per IP
 	RateItem int // item bucket, requests per 60 s per IP
+	// RateIPv6Prefix is the prefix length (bits) that names one IPv6
+	// client for rate limiting: every address in a /64 shares a budget.
+	RateIPv6Prefix int
 
 	CursorKey      string // HMAC key for cursors; empty: random per process (with a warning)
 	CursorTTL      time.Duration
@@ -93,6 +96,7 @@ func Default() Config {
 		SimCollections: 300,
 		RateList:       120,
 		RateItem:       300,
+		RateIPv6Prefix: 64,
 		CursorTTL:      time.Hour,
 		RowRetention:   10 * time.Minute,
 		ViewsGCShare:   0.25,
@@ -217,6 +221,8 @@ func (c *Config) settings() []setting {
 	add("rate-list", "list bucket: requests per 60 s per client IP", s, g)
 	s, g = integer(&c.RateItem)
 	add("rate-item", "item bucket: requests per 60 s per client IP", s, g)
+	s, g = integer(&c.RateIPv6Prefix)
+	add("rate-ipv6-prefix", "IPv6 clients are rate limited per network of this prefix length (bits)", s, g)
 	s, g = str(&c.CursorKey)
 	add("cursor-key", "HMAC key for pagination cursors (shared by every node of a tier)", s, g)
 	s, g = dur(&c.CursorTTL)
@@ -381,6 +387,9 @@ func (c Config) Validate() error {
 	}
 	if c.RateItem < 1 {
 		return bad("rate-item", "must be at least 1")
+	}
+	if c.RateIPv6Prefix < 1 || c.RateIPv6Prefix > 128 {
+		return bad("rate-ipv6-prefix", "must be 1 to 128")
 	}
 	if c.CursorKey != "" && len(c.CursorKey) < 16 {
 		return bad("cursor-key", "must be at least 16 characters")

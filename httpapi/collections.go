@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -19,6 +20,40 @@ var (
 // sort and chain. Errors: 400 (parameters, cursor), 502 (index unreadable,
 // or never read: an unfiltered first page with no collection at all).
 var errIndexUnknown = readmodel.Errorf(readmodel.UpstreamError, "the collection index has not been read yet; collections are unknown, not empty")
+
+// IndexStatus is implemented by a Reader that knows how the polls of the
+// collection index went (cmd/marketd's does). Then GET /v1/collections
+// follows the listings rule (SPEC §4, §7): while the index fails, its last
+// good summaries are served for Config.RowRetention after its last
+// success, then 502 upstream_error. A Reader without it is never judged
+// stale.
+type IndexStatus interface {
+	// CollectionIndexStatus is the last applied poll status of the
+	// collection index; ok is false when none has been applied yet.
+	CollectionIndexStatus(ctx context.Context) (status readmodel.PollStatus, ok bool, err error)
+}
+
+var errIndexDown = readmodel.Errorf(readmodel.UpstreamError, "the collection index is unreachable and its last good copy is too old to serve")
+
+// indexUsable returns an UpstreamError when the collection index has
+// failed for longer than the retention after its last success (or has
+// never succeeded while failing).
+func (s *Server) indexUsable(c *fiber.Ctx, now time.Time) error {
+	if s.indexStatus == nil {
+		return nil
+	}
+	st, ok, err := s.indexStatus.CollectionIndexStatus(c.UserContext())
+	if err != nil {
+		return err
+	}
+	if !ok || st.OK {
+		return nil
+	}
+	if st.LastGoodAt.IsZero() || !now.Before(st.LastGoodAt.Add(s.rowRetention)) {
+		return errIndexDown
+	}
+	return nil
+}
 
 func (s *Server) getCollections(c *fiber.Ctx, rt *route, now time.Time) error {
 	args := c.Context().QueryArgs()
@@ -53,6 +88,9 @@ func (s *Server) getCollections(c *fiber.Ctx, rt *route, now time.Time) error {
 			return errCursorBad
 		}
 		after = k.pos
+	}
+	if err := s.indexUsable(c, now); err != nil {
+		return err
 	}
 	page, err := s.r.Browse(c.UserContext(), sort, chain, after, limit)
 	if err != nil {

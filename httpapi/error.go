@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 
 	"github.com/marketd/marketd/readmodel"
 )
@@ -28,7 +29,11 @@ func (*methodError) Error() string { return "method not allowed" }
 //     says never answer 502 (detail, floor, token, index, openapi): there the
 //     collection or token is answered as not found (404 not_found, no-store,
 //     so nothing caches it), the only code §7 permits them besides 429;
-//   - a method other than GET/OPTIONS → 405 with code bad_request.
+//   - a method other than GET/OPTIONS (any method: unknown and lower-case
+//     ones too, see knownMethod) → 405 with code bad_request;
+//   - whatever else the HTTP stack rejects before a route runs (request
+//     line or headers over ReadBufferSize, a body over BodyLimit, a
+//     request that does not parse or arrive in time) → 400 bad_request.
 func status(rt *route, err error) (int, readmodel.Code, string) {
 	var me *methodError
 	if errors.As(err, &me) {
@@ -36,12 +41,21 @@ func status(rt *route, err error) (int, readmodel.Code, string) {
 	}
 	var fe *fiber.Error
 	if errors.As(err, &fe) {
-		switch {
-		case fe.Code == fiber.StatusNotFound:
+		// A *fiber.Error comes only from the HTTP stack itself (routing,
+		// or fasthttp failing to read or parse the request), never from a
+		// Reader: it is the client's request that is at fault.
+		switch fe.Code {
+		case fiber.StatusNotFound:
 			return fiber.StatusNotFound, readmodel.NotFound, "no such endpoint"
-		case fe.Code == fiber.StatusMethodNotAllowed:
+		case fiber.StatusMethodNotAllowed:
 			return fiber.StatusMethodNotAllowed, readmodel.BadRequest, "method not allowed; use GET"
-		case fe.Code >= 400 && fe.Code < 500:
+		case fiber.StatusRequestHeaderFieldsTooLarge:
+			return fiber.StatusBadRequest, readmodel.BadRequest, "request line and headers must fit in 8 KiB"
+		case fiber.StatusRequestEntityTooLarge:
+			return fiber.StatusBadRequest, readmodel.BadRequest, "request body too large; requests have no body"
+		case fiber.StatusRequestTimeout:
+			return fiber.StatusBadRequest, readmodel.BadRequest, "request not received in time"
+		default:
 			return fiber.StatusBadRequest, readmodel.BadRequest, "malformed request"
 		}
 	}
@@ -104,8 +118,43 @@ type errorObject struct {
 }
 
 // fiberErrorHandler handles errors that reach Fiber outside the route
-// wrappers (router-level failures); it uses the same mapping.
+// wrappers: router-level failures, and every request fasthttp could not
+// read or parse (Fiber's server error handler maps those to *fiber.Error
+// and calls this). It uses the same mapping, so they too answer SPEC §7's
+// body with CORS and no-store.
 func (s *Server) fiberErrorHandler(c *fiber.Ctx, err error) error {
+	start := s.clock()
 	s.writeError(c, nil, err)
+	s.unmatched.observe(c.Response().StatusCode(), start)
 	return nil
+}
+
+// knownMethod reports whether Fiber routes method m. Fiber answers any
+// other method (an extension method, or a lower-case "get": methods are
+// case-sensitive) itself, before any route or error handler, with a
+// text/plain 400; guardMethods answers those instead.
+func knownMethod(m []byte) bool {
+	switch string(m) {
+	case fiber.MethodGet, fiber.MethodHead, fiber.MethodPost, fiber.MethodPut, fiber.MethodDelete,
+		fiber.MethodConnect, fiber.MethodOptions, fiber.MethodTrace, fiber.MethodPatch:
+		return true
+	}
+	return false
+}
+
+// guardMethods wraps the fasthttp handler of the app so that a method
+// Fiber does not know is answered like any other method but GET and
+// OPTIONS: 405, bad_request, Allow, CORS and no-store.
+func (s *Server) guardMethods(next fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(fctx *fasthttp.RequestCtx) {
+		if knownMethod(fctx.Request.Header.Method()) {
+			next(fctx)
+			return
+		}
+		start := s.clock()
+		c := s.app.AcquireCtx(fctx)
+		s.writeError(c, nil, errMethod)
+		s.app.ReleaseCtx(c)
+		s.unmatched.observe(fctx.Response.StatusCode(), start)
+	}
 }

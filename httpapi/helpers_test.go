@@ -47,6 +47,8 @@ type fakeReader struct {
 	errs      map[string]error
 	calls     map[string]int
 
+	index *readmodel.PollStatus // the collection index's poll status; nil: none applied
+
 	lastBrowse [2]string // sort, chain of the last Browse
 	lastToken  [3]string
 }
@@ -210,6 +212,18 @@ func (f *fakeReader) Browse(_ context.Context, sort readmodel.Sort, chain readmo
 		p.HasMore, p.Next = true, strconv.Itoa(end)
 	}
 	return p, nil
+}
+
+func (f *fakeReader) CollectionIndexStatus(context.Context) (readmodel.PollStatus, bool, error) {
+	if err := f.enter("CollectionIndexStatus"); err != nil {
+		return readmodel.PollStatus{}, false, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.index == nil {
+		return readmodel.PollStatus{}, false, nil
+	}
+	return *f.index, true, nil
 }
 
 func (f *fakeReader) Token(_ context.Context, chain readmodel.Chain, address, tokenID string) (render.TokenView, error) {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -213,4 +214,82 @@ func TestListenRawRequests(t *testing.T) {
 	defer cancel()
 	require.NoError(t, h.srv.Shutdown(ctx))
 	require.NoError(t, <-done)
+}
+
+// TestStackRejections sends, on a real socket, requests the HTTP stack
+// itself turns away before any route runs (methods Fiber does not know,
+// heads or bodies over the limits, requests that do not parse): each is
+// answered with SPEC §7's error body, CORS and no-store, not the stack's
+// own text/plain.
+func TestStackRejections(t *testing.T) {
+	big := strings.Repeat("x", MaxRequestHead+100)
+	var many strings.Builder
+	for i := 0; many.Len() < MaxRequestHead+100; i++ {
+		fmt.Fprintf(&many, "X-Pad-%d: %s\r\n", i, strings.Repeat("p", 40))
+	}
+	tests := []struct {
+		name, raw string
+		status    int
+		code      string
+	}{
+		{"lower-case get", "get /v1 HTTP/1.1\r\nHost: x\r\n\r\n", 405, "bad_request"},
+		{"unknown method on a route", "FOO /v1/collections HTTP/1.1\r\nHost: x\r\n\r\n", 405, "bad_request"},
+		{"unknown method off the routes", "FOO /nope HTTP/1.1\r\nHost: x\r\n\r\n", 405, "bad_request"},
+		{"HTTP/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 405, "bad_request"},
+		{"request line over the limit", "GET /v1/collections/" + big + " HTTP/1.1\r\nHost: x\r\n\r\n", 400, "bad_request"},
+		{"one header over the limit", "GET /v1 HTTP/1.1\r\nHost: x\r\nX-Big: " + big + "\r\n\r\n", 400, "bad_request"},
+		{"headers together over the limit", "GET /v1 HTTP/1.1\r\nHost: x\r\n" + many.String() + "\r\n", 400, "bad_request"},
+		{"body over the limit", "GET /v1 HTTP/1.1\r\nHost: x\r\nContent-Length: " + fmt.Sprint(MaxRequestBody+1) + "\r\n\r\n" + strings.Repeat("b", MaxRequestBody+1), 400, "bad_request"},
+		{"bad content-length", "GET /v1 HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n", 400, "bad_request"},
+		{"bad chunk size", "GET /v1 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n\r\n", 400, "bad_request"},
+		{"garbage request line", "\x00\x01garbage\r\n\r\n", 400, "bad_request"},
+	}
+	h := MustHarness(t, nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- h.srv.Listen(ln) }()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", ln.Addr().String())
+			require.NoError(t, err)
+			defer conn.Close()
+			require.NoError(t, conn.SetDeadline(time.Now().Add(5*time.Second)))
+			_, err = io.WriteString(conn, tc.raw)
+			require.NoError(t, err)
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			require.NoError(t, err)
+			body, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			res := result{status: resp.StatusCode, header: resp.Header, body: body}
+			assert.Equal(t, tc.status, res.status, "%s", body)
+			assert.Equal(t, "application/json", res.header.Get("Content-Type"))
+			assert.Equal(t, tc.code, res.errorCode(t))
+			assert.NotEmpty(t, res.json(t)["error"].(map[string]any)["message"])
+			assert.Equal(t, "no-store", res.header.Get("Cache-Control"))
+			assertCORS(t, res)
+			if res.status == 405 {
+				assert.Equal(t, "GET, OPTIONS", res.header.Get("Allow"))
+			}
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, h.srv.Shutdown(ctx))
+	require.NoError(t, <-done)
+}
+
+// TestUnknownMethodsInProcess: the same through app.Test (the server's
+// handler), with the metrics counting them as unmatched.
+func TestUnknownMethodsInProcess(t *testing.T) {
+	h := MustHarness(t, nil)
+	for _, m := range []string{"get", "Get", "FOO", "PROPFIND", "options"} {
+		t.Run(m, func(t *testing.T) {
+			res := h.do(m, "/v1/collections")
+			require.Equal(t, http.StatusMethodNotAllowed, res.status, "%s", res.body)
+			assert.Equal(t, "bad_request", res.errorCode(t))
+			assert.Equal(t, "no-store", res.header.Get("Cache-Control"))
+			assertCORS(t, res)
+		})
+	}
 }

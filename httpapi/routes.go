@@ -71,11 +71,10 @@ func (s *Server) register() {
 	}
 	s.index = buildIndex(s.routes)
 	s.indexTag = newETag("index").str(string(s.index))
-	unmatched := s.metrics.route("unmatched")
 	s.app.Use(func(c *fiber.Ctx) error {
 		start := s.clock()
 		s.writeError(c, nil, errNoRoute)
-		unmatched.observe(c.Response().StatusCode(), start)
+		s.unmatched.observe(c.Response().StatusCode(), start)
 		return nil
 	})
 }

@@ -61,6 +61,9 @@ type Reader interface {
 // usable default (see New).
 type Config struct {
 	RateList, RateItem int // requests per IP per 60 s window; 0 → 120 and 300
+	// RateIPv6Prefix is how many leading bits of an IPv6 client address
+	// are its rate-limit identity (1–128); 0 → DefaultIPv6Prefix (64).
+	RateIPv6Prefix int
 	// TrustedProxies are the peers whose X-Forwarded-For is believed: the
 	// client IP is the right-most hop that is not in this list.
 	TrustedProxies []netip.Prefix
@@ -68,8 +71,13 @@ type Config struct {
 	// one (then cursors do not verify on other nodes or after a restart; the
 	// caller should warn).
 	CursorKey []byte
-	CursorTTL time.Duration    // cursor lifetime; 0 → 1h
-	Now       func() time.Time // clock for rate windows, cursor expiry and time slots; nil → time.Now
+	CursorTTL time.Duration // cursor lifetime; 0 → 1h
+	// RowRetention is how long after its last success a failing
+	// collection index's last good summaries are still served (the
+	// listings rule, --row-retention); 0 → 10 minutes. Only used when the
+	// Reader implements IndexStatus.
+	RowRetention time.Duration
+	Now          func() time.Time // clock for rate windows, cursor expiry and time slots; nil → time.Now
 	// Registry receives the API's metrics; nil → a private registry.
 	Registry *prometheus.Registry
 }
@@ -85,17 +93,20 @@ type Server struct {
 	log zerolog.Logger
 	now func() time.Time
 	// injectedNow: Config.Now set a clock; else a request's start is its now.
-	injectedNow bool
-	cursors     *cursorCodec
-	limiter     *limiter
-	trusted     []netip.Prefix
-	metrics     *httpMetrics
-	routes      []*route
-	index       []byte // the GET /v1 body
-	etagSalt    uint64 // per-process salt of view ETags
-	indexTag    etag
-	memo        *pageMemo             // bodies of hot pages; nil: every page is built
-	stamp       atomic.Pointer[stamp] // the last time slot written
+	injectedNow  bool
+	cursors      *cursorCodec
+	indexStatus  IndexStatus // nil: the Reader does not know the index's polls
+	rowRetention time.Duration
+	limiter      *limiter
+	trusted      []netip.Prefix
+	metrics      *httpMetrics
+	routes       []*route
+	unmatched    *routeObservers // requests no route answered (no route, unknown method, unparsable)
+	index        []byte          // the GET /v1 body
+	etagSalt     uint64          // per-process salt of view ETags
+	indexTag     etag
+	memo         *pageMemo             // bodies of hot pages; nil: every page is built
+	stamp        atomic.Pointer[stamp] // the last time slot written
 }
 
 // New builds the public API over r. It fails when a rate is negative, the
@@ -108,6 +119,12 @@ func New(cfg Config, r Reader, log zerolog.Logger) (*Server, error) {
 	if cfg.RateList < 0 || cfg.RateItem < 0 {
 		return nil, errors.New("httpapi: negative rate limit")
 	}
+	if cfg.RateIPv6Prefix < 0 || cfg.RateIPv6Prefix > 128 {
+		return nil, errors.New("httpapi: IPv6 rate prefix must be 1 to 128 bits")
+	}
+	if cfg.RateIPv6Prefix == 0 {
+		cfg.RateIPv6Prefix = DefaultIPv6Prefix
+	}
 	if cfg.RateList == 0 {
 		cfg.RateList = 120
 	}
@@ -116,6 +133,9 @@ func New(cfg Config, r Reader, log zerolog.Logger) (*Server, error) {
 	}
 	if cfg.CursorTTL <= 0 {
 		cfg.CursorTTL = DefaultCursorTTL
+	}
+	if cfg.RowRetention <= 0 {
+		cfg.RowRetention = 10 * time.Minute
 	}
 	injectedNow := cfg.Now != nil
 	if !injectedNow {
@@ -145,17 +165,19 @@ func New(cfg Config, r Reader, log zerolog.Logger) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		r:           r,
-		log:         log.With().Str("component", "httpapi").Logger(),
-		now:         cfg.Now,
-		injectedNow: injectedNow,
-		cursors:     newCursorCodec(key, cfg.CursorTTL),
-		limiter:     newLimiter(cfg.RateList, cfg.RateItem, defaultMaxClients),
-		trusted:     cfg.TrustedProxies,
-		metrics:     m,
-		etagSalt:    binary.LittleEndian.Uint64(salt[:]),
-		memo:        memo,
+		r:            r,
+		log:          log.With().Str("component", "httpapi").Logger(),
+		now:          cfg.Now,
+		injectedNow:  injectedNow,
+		cursors:      newCursorCodec(key, cfg.CursorTTL),
+		limiter:      newLimiter(cfg.RateList, cfg.RateItem, defaultMaxClients, cfg.RateIPv6Prefix),
+		trusted:      cfg.TrustedProxies,
+		metrics:      m,
+		etagSalt:     binary.LittleEndian.Uint64(salt[:]),
+		memo:         memo,
+		rowRetention: cfg.RowRetention,
 	}
+	s.indexStatus, _ = r.(IndexStatus)
 	s.app = fiber.New(fiber.Config{
 		AppName:               "marketd",
 		CaseSensitive:         true, // Solana mints are case-sensitive
@@ -165,10 +187,15 @@ func New(cfg Config, r Reader, log zerolog.Logger) (*Server, error) {
 		ReadTimeout:           10 * time.Second,
 		WriteTimeout:          10 * time.Second,
 		IdleTimeout:           75 * time.Second,
-		BodyLimit:             16 << 10,
-		ReadBufferSize:        8 << 10,
-		WriteBufferSize:       writeBufferSize,
+		BodyLimit:             MaxRequestBody,
+		// ReadBufferSize bounds the request line plus all headers
+		// (fasthttp reads them into this buffer); larger answers 400.
+		ReadBufferSize:  MaxRequestHead,
+		WriteBufferSize: writeBufferSize,
 	})
+	s.unmatched = s.metrics.route("unmatched")
+	srv := s.app.Server() // built by fiber.New; Listen and Test serve through it
+	srv.Handler = s.guardMethods(srv.Handler)
 	s.register()
 	return s, nil
 }
@@ -183,6 +210,15 @@ func (s *Server) Listen(ln net.Listener) error { return s.app.Listener(ln) }
 // Shutdown stops accepting connections and waits for in-flight requests
 // until ctx is done.
 func (s *Server) Shutdown(ctx context.Context) error { return s.app.ShutdownWithContext(ctx) }
+
+// MaxRequestHead is the most bytes of request line plus headers a request
+// may have, and MaxRequestBody the largest body it may carry (a GET needs
+// none); a request over either is answered 400 bad_request (docs/api.md,
+// Limits).
+const (
+	MaxRequestHead = 8 << 10
+	MaxRequestBody = 16 << 10
+)
 
 // writeBufferSize is each connection's response write buffer. Fiber's
 // default, 4 KiB, sends the headers and any larger body in two writes, and

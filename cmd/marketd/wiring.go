@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -75,12 +76,14 @@ func openAndServe(ctx context.Context, n *node, cfg config.Config, log zerolog.L
 		}
 		n.add("badger", st.Close)
 		registerStoreMetrics(reg, st)
+		proj = projector.New(js, st, projector.Options{RowRetention: cfg.RowRetention}, log.With().Str("part", "projector").Logger())
 		api, err := httpapi.New(httpapi.Config{
-			RateList: cfg.RateList, RateItem: cfg.RateItem,
+			RateList: cfg.RateList, RateItem: cfg.RateItem, RateIPv6Prefix: cfg.RateIPv6Prefix,
 			TrustedProxies: cfg.TrustedProxies,
 			CursorKey:      []byte(cfg.CursorKey), CursorTTL: cfg.CursorTTL,
-			Registry: reg,
-		}, st, log.With().Str("part", "api").Logger())
+			RowRetention: cfg.RowRetention,
+			Registry:     reg,
+		}, &views{Store: st, proj: proj}, log.With().Str("part", "api").Logger())
 		if err != nil {
 			return fmt.Errorf("api: %w", err)
 		}
@@ -92,7 +95,6 @@ func openAndServe(ctx context.Context, n *node, cfg config.Config, log zerolog.L
 			return err
 		}
 		n.serve("http", func() error { return api.Listen(ln) }, api.Shutdown)
-		proj = projector.New(js, st, projector.Options{RowRetention: cfg.RowRetention}, log.With().Str("part", "projector").Logger())
 		if err := proj.Open(ctx); err != nil {
 			return fmt.Errorf("projector: %w", err)
 		}
@@ -235,4 +237,40 @@ func (a *admin) readyWhenCaughtUp(ctx context.Context, p *projector.Projector) {
 		case <-t.C:
 		}
 	}
+}
+
+// views is the public API's Reader: the store, plus the collection index's
+// poll status as the projector last applied it (httpapi.IndexStatus).
+type views struct {
+	*store.Store
+	proj *projector.Projector
+
+	mu     sync.Mutex
+	at     uint64 // state position the cached status was read at
+	read   bool
+	status readmodel.PollStatus
+	ok     bool
+}
+
+// CollectionIndexStatus reads the status once per applied state position:
+// GET /v1/collections asks on every request, and it only changes when the
+// projector applies something. (The position is read before the status, so
+// a status cached under a position is never older than that position.)
+func (v *views) CollectionIndexStatus(ctx context.Context) (readmodel.PollStatus, bool, error) {
+	at := v.proj.Applied().State
+	v.mu.Lock()
+	if v.read && v.at == at {
+		st, ok := v.status, v.ok
+		v.mu.Unlock()
+		return st, ok, nil
+	}
+	v.mu.Unlock()
+	st, ok, err := projector.SourceStatus(ctx, v.Store, readmodel.SourceCollectionIndex, "")
+	if err != nil {
+		return st, ok, err
+	}
+	v.mu.Lock()
+	v.at, v.read, v.status, v.ok = at, true, st, ok
+	v.mu.Unlock()
+	return st, ok, nil
 }
