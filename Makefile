@@ -4,7 +4,7 @@ BIN       := bin/marketd
 PKGS      := ./...
 TESTFLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: run test build bench vet check-imports fuzz clean
+.PHONY: run test build bench soak vet check-imports fuzz clean
 
 ## run: the whole system in one process (embedded NATS, simulator, ingest, projector, API) with demo data
 run: build
@@ -28,10 +28,15 @@ vet:
 bench:
 	./scripts/bench
 
+## soak: SOAK_DURATION (10m) of mixed traffic with ticks; fails on non-2xx, growing RSS or a digest unlike a replay (not in test)
+SOAK_DURATION ?= 10m
+soak:
+	./scripts/soak $(SOAK_DURATION)
+
 ## fuzz: a short run of every fuzz target (FUZZTIME each)
 FUZZTIME ?= 20s
 fuzz:
 	./scripts/fuzz $(FUZZTIME)
 
 clean:
-	rm -rf bin data bench-results
+	rm -rf bin data bench-results soak-results

@@ -1,0 +1,464 @@
+// Command soakrun is the soak of `scripts/soak DURATION` (`make soak`): it
+// starts `marketd all` on a medium simulated market whose simulator ticks
+// every few seconds and whose sources are polled as often, drives it with
+// wrk (several hundred connections, a Lua script mixing every endpoint over
+// real ids), samples the node's RSS (/proc), Go heap and goroutines (the
+// admin listener's /metrics) every --sample, and at the end:
+//
+//   - fails if any response was not 2xx or any socket failed;
+//   - fits a line to RSS and heap after --warmup and states the slopes
+//     (MB/min), failing when RSS grows faster than --max-slope;
+//   - stops the node, digests its views at one instant, replays a copy of
+//     its data dir from the streams, digests that at the same instant and
+//     fails unless the two digests are equal;
+//   - writes samples.csv, memory.svg (a line chart it draws itself) and
+//     report.md under --out.
+//
+// It uses only the standard library.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type options struct {
+	bin         string
+	out         string
+	duration    time.Duration
+	warmup      time.Duration
+	sample      time.Duration
+	collections int
+	tokens      int
+	connections int
+	threads     int
+	tick        time.Duration
+	poll        time.Duration
+	maxSlope    float64
+	readyWait   time.Duration
+	extra       string
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.bin, "marketd", "bin/marketd", "the marketd binary")
+	flag.StringVar(&o.out, "out", "", "output directory (default soak-results/<UTC time>)")
+	flag.DurationVar(&o.duration, "duration", 10*time.Minute, "how long wrk drives the node")
+	flag.DurationVar(&o.warmup, "warmup", 0, "samples before this are warm-up, left out of the slope (default a third of the duration, at most 3m)")
+	flag.DurationVar(&o.sample, "sample", 10*time.Second, "sampling interval")
+	flag.IntVar(&o.collections, "collections", 5000, "simulated collections")
+	flag.IntVar(&o.tokens, "tokens", 40, "simulated tokens per collection")
+	flag.IntVar(&o.connections, "connections", 300, "wrk connections")
+	flag.IntVar(&o.threads, "threads", 2, "wrk threads")
+	flag.DurationVar(&o.tick, "tick", 5*time.Second, "simulator tick interval")
+	flag.DurationVar(&o.poll, "poll", 5*time.Second, "source poll interval")
+	flag.Float64Var(&o.maxSlope, "max-slope", 5, "largest RSS slope after warm-up, MB/min, that passes")
+	flag.DurationVar(&o.readyWait, "ready-timeout", 5*time.Minute, "how long the node may take to become ready")
+	flag.StringVar(&o.extra, "marketd-args", "", "extra marketd flags, space-separated")
+	flag.Parse()
+	if o.warmup == 0 {
+		o.warmup = min(o.duration/3, 3*time.Minute)
+	}
+	if o.out == "" {
+		o.out = filepath.Join("soak-results", time.Now().UTC().Format("20060102-150405"))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := run(ctx, o)
+	if rep != nil {
+		if werr := rep.write(o.out); werr != nil && err == nil {
+			err = werr
+		}
+		fmt.Println(filepath.Join(o.out, "report.md"))
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "soak:", err)
+		os.Exit(1)
+	}
+}
+
+// freePort returns a loopback address with a port nobody listens on now.
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func run(ctx context.Context, o options) (*report, error) {
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return nil, err
+	}
+	dataDir, err := filepath.Abs(filepath.Join(o.out, "data"))
+	if err != nil {
+		return nil, err
+	}
+	var addr [3]string
+	for i := range addr {
+		if addr[i], err = freePort(); err != nil {
+			return nil, err
+		}
+	}
+	api, admin := "http://"+addr[0], "http://"+addr[1]
+	args := []string{"all", "--data-dir", dataDir, "--http-addr", addr[0], "--admin-addr", addr[1], "--sim-addr", addr[2],
+		"--sim-collections", strconv.Itoa(o.collections), "--sim-tokens", strconv.Itoa(o.tokens),
+		"--sim-tick", o.tick.String(), "--poll-interval", o.poll.String(),
+		"--rate-list", "1000000000", "--rate-item", "1000000000",
+		"--cursor-key", "soak-cursor-key-0123456789abcdef", "--log-format", "json", "--log-level", "warn"}
+	args = append(args, strings.Fields(o.extra)...)
+	logf, err := os.Create(filepath.Join(o.out, "marketd.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	node := exec.Command(o.bin, args...)
+	node.Stdout, node.Stderr = logf, logf
+	if err := node.Start(); err != nil {
+		return nil, fmt.Errorf("start marketd: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- node.Wait() }()
+	stopped := false
+	stopNode := func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		_ = node.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-exited:
+			return err
+		case <-time.After(2 * time.Minute):
+			_ = node.Process.Kill()
+			<-exited
+			return errors.New("marketd did not stop within 2m of SIGTERM")
+		}
+	}
+	defer stopNode()
+
+	rep := &report{opts: o, started: time.Now().UTC()}
+	logStep("waiting for readiness (%d collections)", o.collections)
+	if err := waitReady(ctx, admin, o.readyWait, exited); err != nil {
+		return rep, err
+	}
+	rep.readyAfter = time.Since(rep.started)
+	paths, err := collectPaths(api)
+	if err != nil {
+		return rep, fmt.Errorf("collect paths: %w", err)
+	}
+	rep.paths = len(paths)
+	lua := filepath.Join(o.out, "mix.lua")
+	if err := writeLua(lua, paths); err != nil {
+		return rep, err
+	}
+
+	logStep("wrk: %d connections for %s over %d paths; sampling every %s", o.connections, o.duration, len(paths), o.sample)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wrkOut := &strings.Builder{}
+	wrk := exec.CommandContext(wctx, "wrk", "-t", strconv.Itoa(o.threads), "-c", strconv.Itoa(o.connections),
+		"-d", strconv.Itoa(int(o.duration.Seconds()))+"s", "--timeout", "10s", "-s", lua, api)
+	wrk.Stdout, wrk.Stderr = wrkOut, wrkOut
+	if err := wrk.Start(); err != nil {
+		return rep, fmt.Errorf("start wrk: %w", err)
+	}
+	wrkDone := make(chan error, 1)
+	go func() { wrkDone <- wrk.Wait() }()
+	t0 := time.Now()
+	sampleOnce := func() {
+		s, err := takeSample(node.Process.Pid, admin)
+		if err != nil {
+			rep.notes = append(rep.notes, fmt.Sprintf("sample at %s: %v", time.Since(t0).Round(time.Second), err))
+			return
+		}
+		s.at = time.Since(t0)
+		rep.samples = append(rep.samples, s)
+		logStep("%4.0fs  rss %6.1f MB  heap %6.1f MB  goroutines %d", s.at.Seconds(), s.rssMB, s.heapMB, s.goroutines)
+	}
+	sampleOnce()
+	tk := time.NewTicker(o.sample)
+	var wrkErr error
+loop:
+	for {
+		select {
+		case <-tk.C:
+			sampleOnce()
+		case wrkErr = <-wrkDone:
+			break loop
+		case err := <-exited:
+			tk.Stop()
+			stopped = true
+			return rep, fmt.Errorf("marketd exited during the soak: %v", err)
+		case <-ctx.Done():
+			tk.Stop()
+			return rep, ctx.Err()
+		}
+	}
+	tk.Stop()
+	sampleOnce()
+	rep.wrk = parseWrk(wrkOut.String())
+	rep.wrkRaw = wrkOut.String()
+	if wrkErr != nil {
+		return rep, fmt.Errorf("wrk: %v\n%s", wrkErr, wrkOut)
+	}
+
+	// Digest the live views, then a replay of a copy, at one instant.
+	logStep("stopping the node; digest vs replay")
+	if err := stopNode(); err != nil {
+		rep.notes = append(rep.notes, "marketd stop: "+err.Error())
+	}
+	at := time.Now().UTC().Truncate(time.Second).Format(time.RFC3339)
+	rep.digestAt = at
+	replayDir := dataDir + "-replay"
+	_ = os.RemoveAll(replayDir)
+	if err := exec.CommandContext(ctx, "cp", "-a", dataDir, replayDir).Run(); err != nil {
+		return rep, fmt.Errorf("copy the data dir: %w", err)
+	}
+	if rep.digestLive, err = digest(ctx, o.bin, dataDir, at); err != nil {
+		return rep, err
+	}
+	if out, err := exec.CommandContext(ctx, o.bin, "replay", "--data-dir", replayDir, "--log-level", "warn").CombinedOutput(); err != nil {
+		return rep, fmt.Errorf("replay: %v\n%s", err, out)
+	}
+	if rep.digestReplay, err = digest(ctx, o.bin, replayDir, at); err != nil {
+		return rep, err
+	}
+	_ = os.RemoveAll(replayDir)
+	return rep, rep.verdict()
+}
+
+func logStep(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "soak: "+format+"\n", a...)
+}
+
+func waitReady(ctx context.Context, admin string, limit time.Duration, exited <-chan error) error {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		if r, err := http.Get(admin + "/readyz"); err == nil {
+			r.Body.Close()
+			if r.StatusCode == 200 {
+				return nil
+			}
+		}
+		select {
+		case err := <-exited:
+			return fmt.Errorf("marketd exited before it was ready: %v", err)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	return fmt.Errorf("not ready within %s", limit)
+}
+
+func digest(ctx context.Context, bin, dir, at string) (string, error) {
+	out, err := exec.CommandContext(ctx, bin, "digest", "--data-dir", dir, "--at", at, "--log-level", "warn").Output()
+	if err != nil {
+		return "", fmt.Errorf("digest %s: %w", dir, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// getJSON fetches an API document.
+func getJSON(u string) (map[string]any, error) {
+	r, err := http.Get(u)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Body.Close()
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	if r.StatusCode != 200 {
+		return nil, fmt.Errorf("GET %s: %d %.200s", u, r.StatusCode, b)
+	}
+	var m map[string]any
+	return m, json.Unmarshal(b, &m)
+}
+
+// collectPaths walks the collection index and builds the request mix: the
+// index, browse pages (every sort, a chain filter, a second page), and per
+// usable collection its detail, floor, listings and sales, plus token paths
+// from listed tokens. Collections without a chain or contract are left out
+// (their floor or sales are a 404 by contract, not a failure).
+func collectPaths(api string) ([]string, error) {
+	paths := []string{"/v1", "/v1/openapi.json", "/v1/collections", "/v1/collections?sort=floor&limit=50",
+		"/v1/collections?sort=recent&limit=100", "/v1/collections?chain=ethereum", "/v1/collections?chain=solana&limit=10"}
+	var ids [][3]string // id, chain, contract
+	next := ""
+	for page := 0; page < 20 && len(ids) < 400; page++ {
+		u := api + "/v1/collections?limit=100"
+		if next != "" {
+			u += "&cursor=" + url.QueryEscape(next)
+		}
+		m, err := getJSON(u)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range m["data"].([]any) {
+			c := it.(map[string]any)
+			chain, _ := c["chain"].(string)
+			contract, _ := c["contractAddress"].(string)
+			if chain != "" && contract != "" {
+				ids = append(ids, [3]string{c["id"].(string), chain, contract})
+			}
+		}
+		if page == 1 && next != "" {
+			paths = append(paths, "/v1/collections?limit=100&cursor="+url.QueryEscape(next))
+		}
+		pg := m["pagination"].(map[string]any)
+		n, _ := pg["nextCursor"].(string)
+		if n == "" {
+			break
+		}
+		next = n
+	}
+	if len(ids) == 0 {
+		return nil, errors.New("no collection with a chain and contract")
+	}
+	tokens := 0
+	for i, c := range ids {
+		p := "/v1/collections/" + url.PathEscape(c[0])
+		paths = append(paths, p, p+"/floor", p+"/listings", p+"/listings?limit=100", p+"/sales")
+		if i%4 != 0 || tokens > 400 {
+			continue
+		}
+		m, err := getJSON(api + p + "/listings?limit=10")
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range m["data"].([]any) {
+			row := it.(map[string]any)
+			if mint, ok := row["mint"].(string); ok && c[1] == "solana" {
+				paths = append(paths, "/v1/tokens/solana/"+url.PathEscape(c[2])+"/"+url.PathEscape(mint))
+				tokens++
+			} else if tid, ok := row["tokenId"].(string); ok {
+				paths = append(paths, "/v1/tokens/"+c[1]+"/"+c[2]+"/"+url.PathEscape(tid))
+				tokens++
+			}
+		}
+	}
+	return paths, nil
+}
+
+// writeLua writes the wrk script: each thread walks the paths from its own
+// random start, round-robin.
+func writeLua(file string, paths []string) error {
+	var b strings.Builder
+	b.WriteString("paths = {\n")
+	for _, p := range paths {
+		fmt.Fprintf(&b, "  %q,\n", p)
+	}
+	b.WriteString(`}
+local i = 0
+function init(args)
+  math.randomseed(os.time() + tonumber(tostring({}):sub(8), 16))
+  i = math.random(#paths)
+end
+function request()
+  i = i % #paths + 1
+  return wrk.format("GET", paths[i])
+end
+`)
+	return os.WriteFile(file, []byte(b.String()), 0o644)
+}
+
+// sample is one measurement of the node.
+type sample struct {
+	at         time.Duration
+	rssMB      float64
+	heapMB     float64 // go_memstats_heap_inuse_bytes
+	goroutines int
+}
+
+var (
+	reHeap = regexp.MustCompile(`(?m)^go_memstats_heap_inuse_bytes ([0-9.e+]+)$`)
+	reGor  = regexp.MustCompile(`(?m)^go_goroutines ([0-9.e+]+)$`)
+)
+
+func takeSample(pid int, admin string) (sample, error) {
+	var s sample
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return s, err
+	}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+			s.rssMB = kb / 1024
+		}
+	}
+	f.Close()
+	c := http.Client{Timeout: 5 * time.Second}
+	r, err := c.Get(admin + "/metrics")
+	if err != nil {
+		return s, err
+	}
+	b, err := io.ReadAll(r.Body)
+	r.Body.Close()
+	if err != nil {
+		return s, err
+	}
+	if m := reHeap.FindSubmatch(b); m != nil {
+		v, _ := strconv.ParseFloat(string(m[1]), 64)
+		s.heapMB = v / (1 << 20)
+	}
+	if m := reGor.FindSubmatch(b); m != nil {
+		v, _ := strconv.ParseFloat(string(m[1]), 64)
+		s.goroutines = int(v)
+	}
+	return s, nil
+}
+
+// wrkResult is what the soak needs of wrk's summary.
+type wrkResult struct {
+	requests int64
+	rps      float64
+	non2xx   int64
+	sockErrs int64
+	p50, p99 string
+}
+
+func parseWrk(out string) wrkResult {
+	var w wrkResult
+	if m := regexp.MustCompile(`(\d+) requests in`).FindStringSubmatch(out); m != nil {
+		w.requests, _ = strconv.ParseInt(m[1], 10, 64)
+	}
+	if m := regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`).FindStringSubmatch(out); m != nil {
+		w.rps, _ = strconv.ParseFloat(m[1], 64)
+	}
+	if m := regexp.MustCompile(`Non-2xx or 3xx responses: (\d+)`).FindStringSubmatch(out); m != nil {
+		w.non2xx, _ = strconv.ParseInt(m[1], 10, 64)
+	}
+	if m := regexp.MustCompile(`Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)`).FindStringSubmatch(out); m != nil {
+		for _, x := range m[1:] {
+			n, _ := strconv.ParseInt(x, 10, 64)
+			w.sockErrs += n
+		}
+	}
+	if m := regexp.MustCompile(`Latency\s+(\S+)`).FindStringSubmatch(out); m != nil {
+		w.p50 = m[1] // wrk's mean; percentiles need --latency
+	}
+	return w
+}
