@@ -4,7 +4,7 @@ BIN       := bin/marketd
 PKGS      := ./...
 TESTFLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: run test build bench soak vet check-imports fuzz clean
+.PHONY: run test build bench soak reliability vet check-imports fuzz clean
 
 ## run: the whole system in one process (embedded NATS, simulator, ingest, projector, API) with demo data
 run: build
@@ -33,10 +33,14 @@ SOAK_DURATION ?= 10m
 soak:
 	./scripts/soak $(SOAK_DURATION)
 
+## reliability: the automatable worst-day cases (limiter flood, NATS outage, soak); a skeleton: no storage damage yet (not in test)
+reliability:
+	./scripts/reliability
+
 ## fuzz: a short run of every fuzz target (FUZZTIME each)
 FUZZTIME ?= 20s
 fuzz:
 	./scripts/fuzz $(FUZZTIME)
 
 clean:
-	rm -rf bin data bench-results soak-results
+	rm -rf bin data bench-results soak-results reliability-results
