@@ -21,8 +21,8 @@ const rateWindow = 60 * time.Second
 
 const (
 	limiterShards = 64
-	// defaultMaxClients bounds the clients the limiter keeps a counter of
-	// (about 20 bytes each in a Go map).
+	// defaultMaxClients bounds the clients the limiter keeps an exact
+	// counter of.
 	defaultMaxClients = 1 << 18
 	// DefaultIPv6Prefix is how many leading bits of an IPv6 address name
 	// one client: a /64 is one subscriber's network (SPEC §5's "client IP"
@@ -52,8 +52,9 @@ type counts [2]uint32
 // (sharing all of its sketchDepth counters) spent, so a flood costs the
 // flooders their own budgets and leaves an innocent newcomer, with high
 // probability, its whole budget (TestLimiterFlood). The bound is
-// maxClients table entries plus one sketch per shard: about 5 MiB plus
-// 8 MiB (BenchmarkLimiterFlood).
+// maxClients table entries plus one sketch per shard: 24 MiB measured
+// after a flood of a million addresses (BenchmarkLimiterFlood), of which
+// 8 MiB are the sketches.
 type limiter struct {
 	limits   [2]uint32 // indexed by bucket
 	perShard int

@@ -1,6 +1,6 @@
 // Command soakrun is the soak of `scripts/soak DURATION` (`make soak`): it
-// starts `marketd all` on a medium simulated market whose simulator ticks
-// every few seconds and whose sources are polled as often, drives it with
+// starts `marketd all` on a medium simulated market that moves a tick and
+// is ingested (one projected cycle) every few seconds, drives it with
 // wrk (several hundred connections, a Lua script mixing every endpoint over
 // real ids), samples the node's RSS (/proc), Go heap and goroutines (the
 // admin listener's /metrics) every --sample, and at the end:
@@ -50,7 +50,6 @@ type options struct {
 	connections int
 	threads     int
 	tick        time.Duration
-	poll        time.Duration
 	maxSlope    float64
 	readyWait   time.Duration
 	extra       string
@@ -67,8 +66,7 @@ func main() {
 	flag.IntVar(&o.tokens, "tokens", 40, "simulated tokens per collection")
 	flag.IntVar(&o.connections, "connections", 300, "wrk connections")
 	flag.IntVar(&o.threads, "threads", 2, "wrk threads")
-	flag.DurationVar(&o.tick, "tick", 5*time.Second, "simulator tick interval")
-	flag.DurationVar(&o.poll, "poll", 5*time.Second, "source poll interval")
+	flag.DurationVar(&o.tick, "tick", 5*time.Second, "interval of a simulator tick followed by an ingest cycle")
 	flag.Float64Var(&o.maxSlope, "max-slope", 5, "largest RSS slope after warm-up, MB/min, that passes")
 	flag.DurationVar(&o.readyWait, "ready-timeout", 5*time.Minute, "how long the node may take to become ready")
 	flag.StringVar(&o.extra, "marketd-args", "", "extra marketd flags, space-separated")
@@ -121,7 +119,7 @@ func run(ctx context.Context, o options) (*report, error) {
 	api, admin := "http://"+addr[0], "http://"+addr[1]
 	args := []string{"all", "--data-dir", dataDir, "--http-addr", addr[0], "--admin-addr", addr[1], "--sim-addr", addr[2],
 		"--sim-collections", strconv.Itoa(o.collections), "--sim-tokens", strconv.Itoa(o.tokens),
-		"--sim-tick", o.tick.String(), "--poll-interval", o.poll.String(),
+		"--poll-interval", "24h", // cycles run when the driver asks (see driveTicks)
 		"--rate-list", "1000000000", "--rate-item", "1000000000",
 		"--cursor-key", "soak-cursor-key-0123456789abcdef", "--log-format", "json", "--log-level", "warn"}
 	args = append(args, strings.Fields(o.extra)...)
@@ -183,6 +181,11 @@ func run(ctx context.Context, o options) (*report, error) {
 	}
 	wrkDone := make(chan error, 1)
 	go func() { wrkDone <- wrk.Wait() }()
+	sim := "http://" + addr[2]
+	ticksDone := make(chan tickStats, 1)
+	tctx, stopTicks := context.WithCancel(ctx)
+	defer stopTicks()
+	go func() { ticksDone <- driveTicks(tctx, sim, admin, o.tick) }()
 	t0 := time.Now()
 	sampleOnce := func() {
 		s, err := takeSample(node.Process.Pid, admin)
@@ -192,7 +195,7 @@ func run(ctx context.Context, o options) (*report, error) {
 		}
 		s.at = time.Since(t0)
 		rep.samples = append(rep.samples, s)
-		logStep("%4.0fs  rss %6.1f MB  heap %6.1f MB  goroutines %d", s.at.Seconds(), s.rssMB, s.heapMB, s.goroutines)
+		logStep("%4.0fs  rss %6.1f MB (anon %6.1f, file %6.1f)  heap %6.1f MB  goroutines %d", s.at.Seconds(), s.rssMB, s.anonMB, s.fileMB, s.heapMB, s.goroutines)
 	}
 	sampleOnce()
 	tk := time.NewTicker(o.sample)
@@ -215,6 +218,13 @@ loop:
 	}
 	tk.Stop()
 	sampleOnce()
+	stopTicks()
+	rep.ticks = <-ticksDone
+	// The heap profile at the end says what the heap holds, for whoever
+	// has to find what grows: go tool pprof -sample_index=inuse_space.
+	if err := saveURL(admin+"/debug/pprof/heap", filepath.Join(o.out, "heap.pprof")); err != nil {
+		rep.notes = append(rep.notes, "heap profile: "+err.Error())
+	}
 	rep.wrk = parseWrk(wrkOut.String())
 	rep.wrkRaw = wrkOut.String()
 	if wrkErr != nil {
@@ -244,6 +254,56 @@ loop:
 	}
 	_ = os.RemoveAll(replayDir)
 	return rep, rep.verdict()
+}
+
+// tickStats is what the tick driver did.
+type tickStats struct {
+	ticks, cycles, failed int
+	lastErr               string
+}
+
+// driveTicks moves the simulated market one step every interval and runs
+// an ingest cycle after each (POST /admin/ingest answers once the
+// projector applied the cycle), until ctx ends; it returns after the
+// cycle in flight, so when it returns everything published is projected
+// and nothing more will be (the node polls on its own only every 24h): the
+// live views are then exactly what a replay of the streams must rebuild.
+func driveTicks(ctx context.Context, sim, admin string, every time.Duration) tickStats {
+	var st tickStats
+	c := http.Client{Timeout: 5 * time.Minute}
+	post := func(u string) error {
+		r, err := c.Post(u, "application/json", nil)
+		if err != nil {
+			return err
+		}
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		if r.StatusCode != 200 {
+			return fmt.Errorf("POST %s: %d %.200s", u, r.StatusCode, b)
+		}
+		return nil
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return st
+		case <-t.C:
+		}
+		if err := post(sim + "/_sim/tick"); err != nil {
+			st.failed++
+			st.lastErr = err.Error()
+			continue
+		}
+		st.ticks++
+		if err := post(admin + "/admin/ingest"); err != nil {
+			st.failed++
+			st.lastErr = err.Error()
+			continue
+		}
+		st.cycles++
+	}
 }
 
 func logStep(format string, a ...any) {
@@ -276,6 +336,27 @@ func digest(ctx context.Context, bin, dir, at string) (string, error) {
 		return "", fmt.Errorf("digest %s: %w", dir, err)
 	}
 	return strings.TrimSpace(string(out)), nil
+}
+
+// saveURL writes the body of GET u to file.
+func saveURL(u, file string) error {
+	r, err := http.Get(u)
+	if err != nil {
+		return err
+	}
+	defer r.Body.Close()
+	if r.StatusCode != 200 {
+		return fmt.Errorf("GET %s: %d", u, r.StatusCode)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, r.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // getJSON fetches an API document.
@@ -370,7 +451,12 @@ func writeLua(file string, paths []string) error {
 		fmt.Fprintf(&b, "  %q,\n", p)
 	}
 	b.WriteString(`}
+local threads = {}
+function setup(thread)
+  table.insert(threads, thread)
+end
 local i = 0
+bad = {}
 function init(args)
   math.randomseed(os.time() + tonumber(tostring({}):sub(8), 16))
   i = math.random(#paths)
@@ -378,6 +464,24 @@ end
 function request()
   i = i % #paths + 1
   return wrk.format("GET", paths[i])
+end
+function response(status, headers, body)
+  if status < 200 or status > 299 then
+    local k = status .. " " .. paths[i]
+    bad[k] = (bad[k] or 0) + 1
+  end
+end
+function done(summary, latency, requests)
+  local all = {}
+  for _, t in ipairs(threads) do
+    for k, n in pairs(t:get("bad")) do
+      all[k] = (all[k] or 0) + n
+    end
+  end
+  for k, n in pairs(all) do
+    io.write(string.format("NON2XX %d %s\n", n, k))
+  end
+  io.write(string.format("LATENCY p50 %.1fms p99 %.1fms\n", latency:percentile(50) / 1000, latency:percentile(99) / 1000))
 end
 `)
 	return os.WriteFile(file, []byte(b.String()), 0o644)
@@ -387,6 +491,8 @@ end
 type sample struct {
 	at         time.Duration
 	rssMB      float64
+	anonMB     float64 // RssAnon: the Go heap and runtime, off-heap buffers
+	fileMB     float64 // RssFile: mapped files (Badger's value log, tables and memtables)
 	heapMB     float64 // go_memstats_heap_inuse_bytes
 	goroutines int
 }
@@ -404,9 +510,18 @@ func takeSample(pid int, admin string) (sample, error) {
 	}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+		switch k {
+		case "VmRSS":
 			s.rssMB = kb / 1024
+		case "RssAnon":
+			s.anonMB = kb / 1024
+		case "RssFile":
+			s.fileMB = kb / 1024
 		}
 	}
 	f.Close()
@@ -457,8 +572,8 @@ func parseWrk(out string) wrkResult {
 			w.sockErrs += n
 		}
 	}
-	if m := regexp.MustCompile(`Latency\s+(\S+)`).FindStringSubmatch(out); m != nil {
-		w.p50 = m[1] // wrk's mean; percentiles need --latency
+	if m := regexp.MustCompile(`LATENCY p50 (\S+) p99 (\S+)`).FindStringSubmatch(out); m != nil {
+		w.p50, w.p99 = m[1], m[2]
 	}
 	return w
 }

@@ -19,6 +19,7 @@ type report struct {
 	samples      []sample
 	wrk          wrkResult
 	wrkRaw       string
+	ticks        tickStats
 	digestAt     string
 	digestLive   string
 	digestReplay string
@@ -58,14 +59,16 @@ func (r *report) series(f func(sample) float64) (xs, ys []float64) {
 // slopes are the MB/min (goroutines/min) of RSS, heap and goroutines after
 // warm-up.
 func (r *report) slopes() (rss, heap, gor float64, ok bool) {
-	from := r.opts.warmup.Minutes()
-	xs, ys := r.series(func(s sample) float64 { return s.rssMB })
-	rss, ok = slope(xs, ys, from)
-	_, ys = r.series(func(s sample) float64 { return s.heapMB })
-	heap, _ = slope(xs, ys, from)
-	_, ys = r.series(func(s sample) float64 { return float64(s.goroutines) })
-	gor, _ = slope(xs, ys, from)
+	rss, ok = r.slopeOf(func(s sample) float64 { return s.rssMB })
+	heap, _ = r.slopeOf(func(s sample) float64 { return s.heapMB })
+	gor, _ = r.slopeOf(func(s sample) float64 { return float64(s.goroutines) })
 	return rss, heap, gor, ok
+}
+
+// slopeOf is the slope of one measure after warm-up, per minute.
+func (r *report) slopeOf(f func(sample) float64) (float64, bool) {
+	xs, ys := r.series(f)
+	return slope(xs, ys, r.opts.warmup.Minutes())
 }
 
 // verdict is nil when the soak passed.
@@ -84,6 +87,9 @@ func (r *report) verdict() error {
 	case rss > r.opts.maxSlope:
 		errs = append(errs, fmt.Errorf("RSS grows %.2f MB/min after warm-up (limit %.2f)", rss, r.opts.maxSlope))
 	}
+	if r.ticks.failed > 0 {
+		errs = append(errs, fmt.Errorf("%d ticks or ingest cycles failed: %s", r.ticks.failed, r.ticks.lastErr))
+	}
 	if r.digestLive == "" || r.digestLive != r.digestReplay {
 		errs = append(errs, fmt.Errorf("digest of the live views %q differs from a replay's %q", r.digestLive, r.digestReplay))
 	}
@@ -92,9 +98,9 @@ func (r *report) verdict() error {
 
 func (r *report) write(dir string) error {
 	var csv strings.Builder
-	csv.WriteString("seconds,rss_mb,heap_inuse_mb,goroutines\n")
+	csv.WriteString("seconds,rss_mb,rss_anon_mb,rss_file_mb,heap_inuse_mb,goroutines\n")
 	for _, s := range r.samples {
-		fmt.Fprintf(&csv, "%.0f,%.1f,%.1f,%d\n", s.at.Seconds(), s.rssMB, s.heapMB, s.goroutines)
+		fmt.Fprintf(&csv, "%.0f,%.1f,%.1f,%.1f,%.1f,%d\n", s.at.Seconds(), s.rssMB, s.anonMB, s.fileMB, s.heapMB, s.goroutines)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "samples.csv"), []byte(csv.String()), 0o644); err != nil {
 		return err
@@ -106,10 +112,10 @@ func (r *report) write(dir string) error {
 	var b strings.Builder
 	o := r.opts
 	fmt.Fprintf(&b, "# Soak %s\n\n", r.started.Format(time.RFC3339))
-	fmt.Fprintf(&b, "`marketd all`, %d simulated collections (%d tokens each), simulator tick every %s, sources polled every %s; "+
+	fmt.Fprintf(&b, "`marketd all`, %d simulated collections (%d tokens each), a simulator tick and a projected ingest cycle every %s (cycles take what they take; the next tick follows); "+
 		"wrk %d connections, %d threads, %s over %d paths (index, browse, detail, floor, listings, sales, tokens). "+
 		"Ready after %s. Samples every %s; warm-up %s.\n\n",
-		o.collections, o.tokens, o.tick, o.poll, o.connections, o.threads, o.duration, r.paths, r.readyAfter.Round(time.Second), o.sample, o.warmup)
+		o.collections, o.tokens, o.tick, o.connections, o.threads, o.duration, r.paths, r.readyAfter.Round(time.Second), o.sample, o.warmup)
 	verdict := "PASS"
 	if err := r.verdict(); err != nil {
 		verdict = "FAIL: " + strings.ReplaceAll(err.Error(), "\n", "; ")
@@ -117,7 +123,9 @@ func (r *report) write(dir string) error {
 	fmt.Fprintf(&b, "**%s**\n\n", verdict)
 	b.WriteString("| figure | value |\n|---|---|\n")
 	fmt.Fprintf(&b, "| requests | %d (%.0f/s) |\n", r.wrk.requests, r.wrk.rps)
+	fmt.Fprintf(&b, "| latency p50 / p99 | %s / %s |\n", r.wrk.p50, r.wrk.p99)
 	fmt.Fprintf(&b, "| non-2xx responses | %d |\n| socket errors | %d |\n", r.wrk.non2xx, r.wrk.sockErrs)
+	fmt.Fprintf(&b, "| ticks / projected cycles / failed | %d / %d / %d %s |\n", r.ticks.ticks, r.ticks.cycles, r.ticks.failed, r.ticks.lastErr)
 	if len(r.samples) > 0 {
 		first, last := r.samples[0], r.samples[len(r.samples)-1]
 		peak := first
@@ -127,11 +135,15 @@ func (r *report) write(dir string) error {
 			}
 		}
 		fmt.Fprintf(&b, "| RSS first / peak / last | %.0f / %.0f / %.0f MB |\n", first.rssMB, peak.rssMB, last.rssMB)
+		fmt.Fprintf(&b, "| RSS anonymous first / last; file-backed first / last | %.0f / %.0f; %.0f / %.0f MB |\n", first.anonMB, last.anonMB, first.fileMB, last.fileMB)
 		fmt.Fprintf(&b, "| Go heap in use first / last | %.0f / %.0f MB |\n", first.heapMB, last.heapMB)
 		fmt.Fprintf(&b, "| goroutines first / last | %d / %d |\n", first.goroutines, last.goroutines)
 	}
 	if ok {
 		fmt.Fprintf(&b, "| slope after warm-up: RSS | %+.2f MB/min (limit %.2f) |\n", rss, o.maxSlope)
+		anon, _ := r.slopeOf(func(s sample) float64 { return s.anonMB })
+		file, _ := r.slopeOf(func(s sample) float64 { return s.fileMB })
+		fmt.Fprintf(&b, "| slope after warm-up: RSS anonymous / file-backed | %+.2f / %+.2f MB/min |\n", anon, file)
 		fmt.Fprintf(&b, "| slope after warm-up: heap | %+.2f MB/min |\n", heap)
 		fmt.Fprintf(&b, "| slope after warm-up: goroutines | %+.1f /min |\n", gor)
 	}
@@ -183,13 +195,15 @@ func (r *report) svg() string {
 		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", color, strings.Join(pts, " "))
 	}
 	line("#d62728", func(s sample) float64 { return yMB(s.rssMB) })
+	line("#ff7f0e", func(s sample) float64 { return yMB(s.anonMB) })
+	line("#9467bd", func(s sample) float64 { return yMB(s.fileMB) })
 	line("#1f77b4", func(s sample) float64 { return yMB(s.heapMB) })
 	line("#2ca02c", func(s sample) float64 { return yG(float64(s.goroutines)) })
 	rss, _, _, _ := r.slopes()
 	title := fmt.Sprintf("marketd soak: %d collections, %d connections, RSS slope after warm-up %+.2f MB/min", r.opts.collections, r.opts.connections, rss)
 	fmt.Fprintf(&b, `<text x="%d" y="18" font-size="13">%s</text>`+"\n", ml, html.EscapeString(title))
-	for i, l := range [][2]string{{"#d62728", "RSS (MB)"}, {"#1f77b4", "Go heap in use (MB)"}, {"#2ca02c", "goroutines (right)"}} {
-		lx := ml + 10 + i*150
+	for i, l := range [][2]string{{"#d62728", "RSS"}, {"#ff7f0e", "anon"}, {"#9467bd", "file-backed"}, {"#1f77b4", "Go heap in use"}, {"#2ca02c", "goroutines (right)"}} {
+		lx := ml + 10 + i*125
 		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="3"/><text x="%d" y="%d">%s</text>`+"\n", lx, lx+18, mt+14, mt+14, l[0], lx+22, mt+18, l[1])
 	}
 	b.WriteString("</svg>\n")
