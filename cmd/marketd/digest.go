@@ -35,7 +35,7 @@ func runDigest(ctx context.Context, cfg config.Config, log zerolog.Logger, stdou
 	if err := projector.New(nil, st, projector.Options{RowRetention: cfg.RowRetention}, log).Settle(ctx, at); err != nil {
 		return fmt.Errorf("settle views at %s: %w", at.Format(time.RFC3339), err)
 	}
-	d, err := st.Digest(ctx)
+	d, err := st.Digest(ctx, at)
 	if err != nil {
 		return err
 	}

@@ -4,12 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"reflect"
-	"runtime"
 	"sort"
 	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/marketd/marketd/readmodel"
@@ -34,16 +30,11 @@ type lastGood struct {
 	At  time.Time `json:"at"`
 }
 
-type tokenInput struct {
-	ObservedAt time.Time          `json:"observedAt"`
-	Doc        readmodel.TokenDoc `json:"doc"`
-}
-
 // job is a pending re-render of every collection's views (after a
 // source-wide status: every collection's staleness changed), processed in
 // batches; its state commits with each batch so a crash resumes it. USD
 // rates never need one: prepared bodies carry USD slots that the store
-// fills from the current quote (readmodel.TemplateUSD).
+// fills from the current quote (render.TemplateUSD).
 type job struct {
 	After string `json:"after"` // last collection done
 }
@@ -65,10 +56,10 @@ type applier struct {
 	retention time.Duration
 	seq       uint64
 	version   uint64
-	books     map[string]*rowsInput   // listing rows read or written in this transaction, by source and collection
-	toks      map[string]*tokenInput  // token documents read or written in this transaction
-	statuses  map[string]*statusInput // stored statuses read or written in this transaction, by source and collection
-	tokenNow  time.Time               // a sweep's clock for token listing liveness; zero: observation times
+	books     map[string]*rowsInput                        // listing rows read or written in this transaction, by source and collection
+	toks      map[string]*store.TokenRecord                // token records read or written in this transaction (nil: none)
+	statuses  map[string]*statusInput                      // stored statuses read or written in this transaction, by source and collection
+	natives   map[string]map[string][]readmodel.ListingRow // per collection: its order book's live native rows by token key
 
 	// deferred collects what a batch of messages touches and renders it
 	// once, in flush, instead of after every message. held (a replay
@@ -79,12 +70,6 @@ type applier struct {
 	drained  bool            // held renders were just drained: render this batch's in its transaction
 	coll     *pending        // collection renders marked (deferred)
 	dirtyTok map[string]bool // token keys marked (deferred)
-	// newTok holds token keys known to have no view (their contract had
-	// none when a new bucket listed them): their first render writes
-	// without reading the view it would replace. tokPrefixes holds the
-	// contract prefixes of the token views this transaction wrote.
-	newTok      map[string]bool
-	tokPrefixes map[string]bool
 }
 
 // pending is the collection renders a deferred applier has marked: the
@@ -136,10 +121,11 @@ func (a *applier) render(cid string, parts int) error {
 	return nil
 }
 
-// touchToken renders (or, deferred, marks for flush) token view k.
+// touchToken writes (or, deferred, marks for flush) token k's record
+// from its document and its collection's order book.
 func (a *applier) touchToken(k string) error {
 	if !a.deferred {
-		return a.renderToken(k)
+		return a.writeToken(k)
 	}
 	if a.dirtyTok == nil {
 		a.dirtyTok = map[string]bool{}
@@ -162,19 +148,10 @@ func (a *applier) flush() error {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	jobs := make([]tokenJob, 0, len(keys))
 	for _, k := range keys {
-		j, ok, err := a.tokenJob(k)
-		if err != nil {
+		if err := a.writeToken(k); err != nil {
 			return err
 		}
-		if ok {
-			jobs = append(jobs, j)
-		}
-	}
-	renderTokenJobs(jobs)
-	for i := range jobs {
-		a.putToken(&jobs[i])
 	}
 	a.dirtyTok = nil
 	return nil
@@ -214,6 +191,9 @@ func (a *applier) rows(src readmodel.Source, cid string) (*rowsInput, error) {
 
 func (a *applier) putRows(src readmodel.Source, cid string, in *rowsInput) {
 	memoPut(a, &a.books, store.InRows, src, cid, in)
+	if src == readmodel.SourceOrderBook {
+		delete(a.natives, cid)
+	}
 }
 
 // memoGet returns the input of kind stored under (src, cid), nil when
@@ -244,29 +224,35 @@ func memoPut[T any](a *applier, memo *map[string]*T, kind store.InputKind, src r
 	(*memo)[string(src)+"\x00"+cid] = v
 }
 
-// token returns the stored token document k, nil when none, decoding it at
-// most once per transaction.
-func (a *applier) token(k string) (*tokenInput, error) {
+// token returns token k's record, nil when none, decoding it at most
+// once per transaction.
+func (a *applier) token(k string) (*store.TokenRecord, error) {
 	if t, ok := a.toks[k]; ok {
 		return t, nil
 	}
-	rec, ok, err := a.tokenRecord(k)
+	t, err := a.tx.TokenRecord(k)
 	if err != nil {
 		return nil, err
-	}
-	var t *tokenInput
-	if ok {
-		if t, err = decodeTokenBody(rec.body); err != nil {
-			return nil, err
-		}
 	}
 	a.putTokenMemo(k, t)
 	return t, nil
 }
 
-func (a *applier) putTokenMemo(k string, t *tokenInput) {
+// tokenHead returns the hash and bucket of token k's record as this
+// transaction last wrote or read it; ok is false when there is none.
+func (a *applier) tokenHead(k string) (hash uint64, bucket uint32, ok bool, err error) {
+	if t, seen := a.toks[k]; seen {
+		if t == nil {
+			return 0, 0, false, nil
+		}
+		return t.Hash, t.Bucket, true, nil
+	}
+	return a.tx.TokenRecordHead(k)
+}
+
+func (a *applier) putTokenMemo(k string, t *store.TokenRecord) {
 	if a.toks == nil {
-		a.toks = map[string]*tokenInput{}
+		a.toks = map[string]*store.TokenRecord{}
 	}
 	a.toks[k] = t
 }
@@ -726,11 +712,6 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 			known[k] = h
 		}
 	}
-	// A new bucket of a collection whose contract has no token view at
-	// all (a first cycle, a replay) lists only tokens without views: one
-	// seek per contract then saves a read per token before its view is
-	// written. noViews caches the answer per contract prefix.
-	var noViews map[string]bool
 	keep := make(map[string]bool, len(msg.Tokens))
 	next := tokenBucket{Buckets: msg.Buckets, Keys: make([]string, 0, len(msg.Tokens)), Hashes: make([]uint64, 0, len(msg.Tokens))}
 	for i := range msg.Tokens {
@@ -746,54 +727,30 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 			continue
 		}
 		keep[k] = true
-		rec, sum := newTokenRecord(msg.Bucket, msg.ObservedAt, &d)
+		sum := store.TokenDocHash(&d)
 		next.Keys, next.Hashes = append(next.Keys, k), append(next.Hashes, sum)
 		// A bucket is republished when any of its tokens changed; a token
-		// whose document is unchanged keeps its view (what depends on the
-		// clock, its listing's expiry, is the sweep's: TokenDeadline). A
-		// token new to the bucket has no record here to compare.
+		// whose document is unchanged keeps its record (what depends on
+		// the clock, its listing's expiry, is decided on read). A token
+		// new to the bucket has no record here to compare.
 		same := false
 		if h, listed := known[k]; listed && trust {
 			same = h == sum
 		} else if listed {
-			old, ok, err := a.tokenRecord(k)
+			h, b, ok, err := a.tokenHead(k)
 			if err != nil {
 				return err
 			}
-			same = ok && old.hash == sum && old.bucket == msg.Bucket
+			same = ok && h == sum && b == msg.Bucket
 		}
 		if same {
-			// Neither its record nor its view is rewritten: the record
-			// stays the one the view was rendered from, observation time
-			// included. In a step of the simulated market five in six
-			// tokens of a republished bucket are unchanged, and rewriting
-			// their records was most of the entries a cycle wrote (and
-			// Badger then compacted).
+			// Its record is not rewritten: it stays the one written from
+			// the same document, observation time included. In a step of
+			// the simulated market five in six tokens of a republished
+			// bucket are unchanged.
 			continue
 		}
-		a.tx.PutRaw(store.InTokenDoc, rec, k)
-		a.putTokenMemo(k, &tokenInput{ObservedAt: msg.ObservedAt, Doc: d})
-		if old == nil {
-			prefix, _ := contractPrefix(k, d.TokenID)
-			none, seen := noViews[prefix]
-			if !seen {
-				exist, err := a.tx.TokensCommitted(prefix)
-				if err != nil {
-					return err
-				}
-				none = !exist && !a.tokPrefixes[prefix]
-				if noViews == nil {
-					noViews = map[string]bool{}
-				}
-				noViews[prefix] = none
-			}
-			if none {
-				if a.newTok == nil {
-					a.newTok = map[string]bool{}
-				}
-				a.newTok[k] = true
-			}
-		}
+		a.putTokenMemo(k, &store.TokenRecord{Hash: sum, Bucket: msg.Bucket, ObservedAt: msg.ObservedAt, Doc: d})
 		if err := a.touchToken(k); err != nil {
 			return err
 		}
@@ -807,16 +764,15 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 			// When a collection's bucket count changes its tokens move
 			// between buckets, and the bucket a token joined may have come
 			// first: such a token belongs to another bucket now and stays.
-			rec, ok, err := a.tokenRecord(k)
+			_, b, ok, err := a.tokenHead(k)
 			if err != nil {
 				return err
 			}
-			if ok && rec.bucket != msg.Bucket {
+			if ok && b != msg.Bucket {
 				continue
 			}
-			a.tx.Delete(store.InTokenDoc, k)
 			a.putTokenMemo(k, nil)
-			a.tx.DeleteToken(k)
+			a.tx.DeleteTokenRecord(k)
 			deleted = true
 		}
 	}
@@ -844,7 +800,7 @@ func (a *applier) tokenGen(cid string) (uint64, error) {
 // tokenBucket is a bucket's stored input (store.InTokenBucket): the
 // collection's bucket count and generation when the bucket was last
 // applied, the keys of the tokens it listed, and the hash of each one's
-// document as it wrote it (tokenRecord.hash), in the same order.
+// document as it wrote it (store.TokenRecord.Hash), in the same order.
 type tokenBucket struct {
 	Buckets uint32   `json:"n,omitempty"`
 	Gen     uint64   `json:"g,omitempty"` // the collection's generation after it was applied (tokenGen)
@@ -852,156 +808,61 @@ type tokenBucket struct {
 	Hashes  []uint64 `json:"h"`
 }
 
-// tokenRecord reads token k's stored record; ok is false when there is
-// none.
-func (a *applier) tokenRecord(k string) (tokenRecord, bool, error) {
-	raw, err := a.tx.GetRaw(store.InTokenDoc, k)
-	if err != nil {
-		return tokenRecord{}, false, err
-	}
-	rec, ok := parseTokenRecord(raw)
-	return rec, ok, nil
-}
-
-// contractPrefix returns the part of token key k (readmodel.TokenKey of
-// chain, address and tokenID) that every token of its contract shares;
-// ok is false when k does not end in tokenID.
-func contractPrefix(k, tokenID string) (prefix string, ok bool) {
-	if !strings.HasSuffix(k, tokenID) {
-		return "", false
-	}
-	return k[:len(k)-len(tokenID)], true
-}
-
-// renderToken re-renders the token view of key k from its document and
-// the native order book of its collection.
-func (a *applier) renderToken(k string) error {
-	j, ok, err := a.tokenJob(k)
-	if err != nil || !ok {
+// writeToken writes token k's record: its document as last applied and
+// the native order-book rows of its collection live for it (the store
+// renders the view from them on read). A token without a document has
+// nothing to write (applyTokens deleted it).
+func (a *applier) writeToken(k string) error {
+	t, err := a.token(k)
+	if err != nil || t == nil {
 		return err
 	}
-	j.render()
-	a.putToken(&j)
+	r := *t
+	r.Native = nil
+	if r.Doc.Chain.IsEVM() {
+		idx, err := a.nativeRows(r.Doc.CollectionID)
+		if err != nil {
+			return err
+		}
+		r.Native = idx[k]
+	}
+	r.Version = a.ver()
+	a.tx.PutTokenRecord(k, &r)
+	a.putTokenMemo(k, &r)
 	return nil
 }
 
-// tokenJob is one token view to render: its inputs, gathered in the
-// transaction by applier.tokenJob, and the view render makes of them.
-type tokenJob struct {
-	k       string
-	in      render.TokenInputs
-	version uint64
-	out     store.PreparedToken
-}
-
-// tokenJob gathers what token view k is rendered from; !ok when k has no
-// document (then there is no view: applyTokens deleted it, or a sweep
-// drops what is left of it).
-func (a *applier) tokenJob(k string) (tokenJob, bool, error) {
-	ti, err := a.token(k)
+// nativeRows returns collection cid's native order-book rows live at the
+// book's observation, by token key (what a token record holds), built once
+// per transaction and order book.
+func (a *applier) nativeRows(cid string) (map[string][]readmodel.ListingRow, error) {
+	if m, ok := a.natives[cid]; ok {
+		return m, nil
+	}
+	ob, err := a.orderBook(cid)
 	if err != nil {
-		return tokenJob{}, false, err
+		return nil, err
 	}
-	if ti == nil {
-		if !a.tokenNow.IsZero() {
-			// A sweep found a due token without a document: drop what is
-			// left of it, so the deadline index always moves on.
-			a.tx.DeleteToken(k)
-		}
-		return tokenJob{}, false, nil
+	m := nativeSets(ob)
+	if a.natives == nil {
+		a.natives = map[string]map[string][]readmodel.ListingRow{}
 	}
-	d := &ti.Doc
-	in := render.TokenInputs{Doc: d, ObservedAt: ti.ObservedAt, LiveAt: a.tokenNow}
-	if d.Chain.IsEVM() {
-		ob, err := a.orderBook(d.CollectionID)
-		if err != nil {
-			return tokenJob{}, false, err
-		}
-		if ob != nil {
-			at := ob.ObservedAt
-			if !a.tokenNow.IsZero() {
-				at = a.tokenNow
-			}
-			for i := range ob.Rows {
-				r := &ob.Rows[i]
-				if r.Native() && r.Chain == d.Chain && r.ContractAddress == d.ContractAddress && r.TokenID == d.TokenID && r.Live(at) {
-					if in.Native == nil || cheaper(r, in.Native) {
-						in.Native = r
-					}
-				}
-			}
-		}
-	}
-	return tokenJob{k: k, in: in, version: a.ver()}, true, nil
+	a.natives[cid] = m
+	return m, nil
 }
 
-// render renders and encodes the job's view. It reads only the job's
-// inputs, which nothing writes meanwhile, so jobs render concurrently
-// (renderTokenJobs).
-func (j *tokenJob) render() {
-	v := render.TokenJSON(j.in)
-	v.Body = tmplTimed(v.Body)
-	v.Version = j.version
-	j.out = store.PrepareToken(v, render.TokenDeadline(j.in))
-}
-
-// putToken writes a rendered job's view.
-func (a *applier) putToken(j *tokenJob) {
-	if prefix, ok := contractPrefix(j.k, j.in.Doc.TokenID); ok {
-		if a.tokPrefixes == nil {
-			a.tokPrefixes = map[string]bool{}
-		}
-		a.tokPrefixes[prefix] = true
-	}
-	isNew := a.newTok[j.k]
-	if isNew {
-		delete(a.newTok, j.k) // it has a view from now on
-	}
-	a.tx.PutPreparedToken(j.k, j.out, isNew)
-}
-
-// parallelTokens is how many token views a flush renders before it
-// spreads them over GOMAXPROCS goroutines: rendering and encoding a view
-// is most of a first cycle's (and a replay's) projector time, and
-// needs no store access.
-const parallelTokens = 64
-
-// renderTokenJobs renders jobs, in parallel when there are many.
-func renderTokenJobs(jobs []tokenJob) {
-	workers := min(runtime.GOMAXPROCS(0), len(jobs)/parallelTokens)
-	if workers < 2 {
-		for i := range jobs {
-			jobs[i].render()
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(jobs) {
-					return
-				}
-				jobs[i].render()
-			}
-		})
-	}
-	wg.Wait()
-}
-
-// renderTokensOf re-renders the token views whose native listing changed
-// between the old and the current order-book rows of a collection: a token view shows
-// its cheapest live native row (renderToken), so a token whose winner is
-// the same row, unchanged, keeps its view. In a steady cycle most rows
-// are unchanged, so this touches few tokens instead of every listed one.
+// renderTokensOf re-writes the records of the tokens whose native
+// listings changed between the old and the current order-book rows of a
+// collection: a token's view shows its cheapest native row live when it
+// is read, so a token whose live native rows are the same, unchanged,
+// keeps its record. In a steady cycle most rows are unchanged, so this
+// touches few tokens instead of every listed one.
 func (a *applier) renderTokensOf(old, cur *rowsInput) error {
-	before := nativeWinners(old)
-	after := nativeWinners(cur)
+	before := nativeSets(old)
+	after := nativeSets(cur)
 	keys := make([]string, 0, len(before)+len(after))
 	for k, r := range after {
-		if o, ok := before[k]; !ok || !reflect.DeepEqual(*o, *r) {
+		if o, ok := before[k]; !ok || !reflect.DeepEqual(o, r) {
 			keys = append(keys, k)
 		}
 	}
@@ -1019,22 +880,20 @@ func (a *applier) renderTokensOf(old, cur *rowsInput) error {
 	return nil
 }
 
-// nativeWinners maps each EVM token key of in's rows to its cheapest
-// native row live at in.ObservedAt: what renderToken would show.
-func nativeWinners(in *rowsInput) map[string]*readmodel.ListingRow {
+// nativeSets maps each EVM token key of in's rows to its native rows live
+// at in.ObservedAt, in the rows' order.
+func nativeSets(in *rowsInput) map[string][]readmodel.ListingRow {
 	if in == nil {
 		return nil
 	}
-	m := map[string]*readmodel.ListingRow{}
+	m := map[string][]readmodel.ListingRow{}
 	for i := range in.Rows {
 		r := &in.Rows[i]
 		if !r.Chain.IsEVM() || !r.Native() || !r.Live(in.ObservedAt) {
 			continue
 		}
 		k := readmodel.TokenKey(r.Chain, r.ContractAddress, r.TokenID)
-		if cur, ok := m[k]; !ok || cheaper(r, cur) {
-			m[k] = r
-		}
+		m[k] = append(m[k], *r)
 	}
 	return m
 }
@@ -1056,21 +915,4 @@ func (a *applier) applySales(msg *readmodel.Message) error {
 		}
 	}
 	return nil
-}
-
-// cheaper reports whether a's ask is below b's (exact; uninterpretable
-// prices never win).
-func cheaper(a, b *readmodel.ListingRow) bool {
-	x, err := readmodel.ParseRaw(a.PriceRaw)
-	if err != nil {
-		return false
-	}
-	y, err := readmodel.ParseRaw(b.PriceRaw)
-	if err != nil {
-		return true
-	}
-	if c := x.Cmp(y); c != 0 {
-		return c < 0
-	}
-	return a.OrderID < b.OrderID
 }

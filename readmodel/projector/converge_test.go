@@ -89,7 +89,7 @@ func TestClusterWithOneServerStopped(t *testing.T) {
 
 	type node struct {
 		st interface {
-			Digest(context.Context) (string, error)
+			Digest(context.Context, time.Time) (string, error)
 			Collection(context.Context, string) (render.CollectionView, error)
 		}
 		p *projector.Projector
@@ -123,7 +123,7 @@ func TestClusterWithOneServerStopped(t *testing.T) {
 	var mu sync.Mutex
 	for _, n := range nodes {
 		require.NoError(t, n.p.WaitFor(ctx, pos))
-		d, err := n.st.Digest(ctx)
+		d, err := n.st.Digest(ctx, time.Time{})
 		require.NoError(t, err)
 		mu.Lock()
 		digests = append(digests, d)

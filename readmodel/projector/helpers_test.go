@@ -52,13 +52,17 @@ func (e *env) opts() projector.Options {
 // mustNode opens a store in dir and a projector on it; both close at cleanup.
 func (e *env) mustNode(dir string) (*store.Store, *projector.Projector) {
 	e.t.Helper()
-	st := mustStore(e.t, dir)
+	st := mustStoreAt(e.t, dir, e.opts().Now)
 	return st, projector.New(e.js, st, e.opts(), zerolog.Nop())
 }
 
-func mustStore(t testing.TB, dir string) *store.Store {
+func mustStore(t testing.TB, dir string) *store.Store { return mustStoreAt(t, dir, nil) }
+
+// mustStoreAt opens a store in dir whose token views are rendered as of
+// now (nil: the wall clock); it closes at cleanup.
+func mustStoreAt(t testing.TB, dir string, now func() time.Time) *store.Store {
 	t.Helper()
-	st, err := store.Open(context.Background(), dir, store.Options{MemTableSize: 16 << 20})
+	st, err := store.Open(context.Background(), dir, store.Options{MemTableSize: 16 << 20, Now: now})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close(context.Background()) })
 	return st

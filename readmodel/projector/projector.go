@@ -17,10 +17,11 @@
 // View rules (SPEC §2, §4) are in readmodel's pure functions
 // (readmodel/project.go); this package decides what to re-render when an
 // input changes: a collection's detail, browse entries, listing snapshot
-// and floor; token views when their document or the order book changes;
-// every collection's views when a source-wide status changes (a re-render
-// job, batched and resumable); and, by the injected clock, token views
-// whose listing expired and snapshots at their deadline: a failing
+// and floor; token records when their document or the order book changes
+// (the store renders token views on read, so a listing expiring writes
+// nothing); every collection's views when a source-wide status changes (a
+// re-render job, batched and resumable); and, by the injected clock,
+// snapshots at their deadline: a failing
 // source's rows aging out, or an expiry that the API's request-time
 // skipping of expired rows cannot absorb (readmodel.Snapshot.Deadline).
 // No view depends on the USD rates: prepared bodies carry USD slots, and a
@@ -95,13 +96,14 @@ type Projector struct {
 	wg     sync.WaitGroup
 	rows   atomic.Int64 // rows applied (listing, token and sale rows; 1 per other message)
 
-	sweptListings, sweptTokens, sweepNanos atomic.Int64 // see SweepStats
-	afterSweepBatch                        func()       // tests: runs after each batch of Sweep released the lock
+	sweptListings, sweepNanos atomic.Int64 // see SweepStats
+	afterSweepBatch           func()       // tests: runs after each batch of Sweep released the lock
 }
 
 // SweepStats is what the expiry sweeps have done since New: how many
-// listing snapshots (with their floors) and token views they re-rendered,
-// and the time they took. On a large market with many expiring listings
+// listing snapshots (with their floors) they re-rendered, and the time
+// they took (Tokens stays 0: token views are rendered on read since store
+// schema 10, and expire there). On a large market with many expiring listings
 // the sweep is a steady share of the node's CPU; these say how much.
 type SweepStats struct {
 	Listings, Tokens int64
@@ -110,7 +112,7 @@ type SweepStats struct {
 
 // Swept returns the sweeps' totals so far. Safe for concurrent use.
 func (p *Projector) Swept() SweepStats {
-	return SweepStats{Listings: p.sweptListings.Load(), Tokens: p.sweptTokens.Load(), Duration: time.Duration(p.sweepNanos.Load())}
+	return SweepStats{Listings: p.sweptListings.Load(), Duration: time.Duration(p.sweepNanos.Load())}
 }
 
 // New returns a Projector of js into st. It does no I/O.
@@ -687,14 +689,13 @@ func (p *Projector) renderHeldLocked(ctx context.Context) error {
 	return nil
 }
 
-// Sweep re-projects, as of now, the token views whose listing expired and
-// the listing snapshots and floors whose deadline is at or before now (a
+// Sweep re-projects, as of now, the listing snapshots and floors whose deadline is at or before now (a
 // row expiring that the API cannot just skip, such as the floor's; a
 // failing source's rows aging out: readmodel.Snapshot.Deadline). It
 // returns how many views it re-projected.
 //
-// Sweep takes the projector's write lock one batch at a time (256 token
-// views or 64 collections, each batch one transaction), so the streams go
+// Sweep takes the projector's write lock one batch at a time (64
+// collections, each batch one transaction), so the streams go
 // on being applied between its batches: a large backlog of due views (a
 // node that was down, a store whose pages the kernel evicted) delays
 // applying by one batch, not by the whole walk. A view that a message
@@ -702,10 +703,7 @@ func (p *Projector) renderHeldLocked(ctx context.Context) error {
 // the inputs then stored; rendering is idempotent. Safe for concurrent use
 // with the background loop; the caller must not hold the write lock.
 func (p *Projector) Sweep(ctx context.Context, now time.Time) (int, error) {
-	total, err := p.sweepTokens(ctx, now, true)
-	if err != nil {
-		return total, err
-	}
+	total := 0
 	var at store.DueCursor
 	n, err := p.sweepAll(true, &p.sweptListings, func() (int, error) {
 		due, next, err := p.st.Due(ctx, now, at, 64)
@@ -724,29 +722,6 @@ func (p *Projector) Sweep(ctx context.Context, now time.Time) (int, error) {
 		})
 	})
 	return total + n, err
-}
-
-// sweepTokens re-renders the token views whose listing expired by now,
-// 256 a transaction. With lock it takes the write lock for each batch;
-// without, the caller holds it.
-func (p *Projector) sweepTokens(ctx context.Context, now time.Time, lock bool) (int, error) {
-	var at store.DueCursor
-	return p.sweepAll(lock, &p.sweptTokens, func() (int, error) {
-		due, next, err := p.st.DueTokens(ctx, now, at, 256)
-		if err != nil || len(due) == 0 {
-			return 0, err
-		}
-		at = next
-		return len(due), p.st.Update(ctx, func(tx *store.Tx) error {
-			a := &applier{tx: tx, now: now, tokenNow: now, retention: p.opts.RowRetention}
-			for _, k := range due {
-				if err := a.renderToken(k); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	})
 }
 
 // sweepAll runs batch (see sweepBatch) until it finds nothing due,
@@ -800,13 +775,9 @@ func (p *Projector) Settle(ctx context.Context, now time.Time) error {
 	}
 	p.applyMu.Lock()
 	defer p.applyMu.Unlock()
-	if err := p.renderAllListingsLocked(ctx, now); err != nil {
-		return err
-	}
-	// The walk left every snapshot's deadline after now: only token views
-	// can still be due.
-	_, err := p.sweepTokens(ctx, now, false)
-	return err
+	// Token views are rendered on read (the digest renders them as of
+	// its own time): only listing snapshots and floors need settling.
+	return p.renderAllListingsLocked(ctx, now)
 }
 
 // renderAllListingsLocked re-renders every collection's listing snapshot

@@ -80,7 +80,7 @@ func TestReplayRefusesViewsInUse(t *testing.T) {
 	running := mustStore(t, filepath.Join(dataDir, "badger")) // a node still serving
 	_, err := projector.ReplayWithResult(ctx, e.js, dataDir, projector.ReplayOptions{Projector: e.opts(), Log: zerolog.Nop()}, nil)
 	require.Error(t, err)
-	d, err := running.Digest(ctx)
+	d, err := running.Digest(ctx, time.Time{})
 	require.NoError(t, err, "the running node's store is untouched")
 	assert.NotEmpty(t, d)
 }

@@ -53,7 +53,7 @@ func saleRowFor(id, c, tx string, at time.Time) readmodel.SaleRow {
 
 func digest(t testing.TB, st *store.Store) string {
 	t.Helper()
-	d, err := st.Digest(context.Background())
+	d, err := st.Digest(context.Background(), time.Time{})
 	require.NoError(t, err)
 	return d
 }

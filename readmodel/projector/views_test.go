@@ -282,7 +282,7 @@ func TestOrderBookTouchesOnlyChangedTokens(t *testing.T) {
 	}
 	e.run(listingsMsg(readmodel.SourceOrderBook, cid,
 		evmRow(cid, contract, "1", "100", "NATIVE", "a1"),  // unchanged
-		evmRow(cid, contract, "1", "150", "NATIVE", "b1"),  // dearer second listing: not shown
+		evmRow(cid, contract, "1", "150", "NATIVE", "b1"),  // dearer second listing: not shown, but its record keeps it for when a1 expires
 		evmRow(cid, contract, "2", "250", "NATIVE", "a2"),  // repriced
 		evmRow(cid, contract, "4", "450", "opensea", "x4"), // not native: not a token view input
 		evmRow(cid, contract, "5", "500", "NATIVE", "a5"))) // new; token 3 lost its listing
@@ -290,7 +290,7 @@ func TestOrderBookTouchesOnlyChangedTokens(t *testing.T) {
 		id      string
 		changed bool
 	}{
-		{"1", false}, {"2", true}, {"3", true}, {"4", false}, {"5", true},
+		{"1", true}, {"2", true}, {"3", true}, {"4", false}, {"5", true},
 	}
 	for _, tt := range tests {
 		t.Run("token "+tt.id, func(t *testing.T) {
@@ -357,12 +357,13 @@ func TestTokenListingExpiresBySweep(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			e.setNow(t0.Add(tc.at))
 			_, err := e.p.Sweep(ctx, t0.Add(tc.at))
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, listing())
 		})
 	}
-	assert.Equal(t, int64(2), e.p.Swept().Tokens, "the view is re-rendered at each expiry, and counted")
+	assert.Zero(t, e.p.Swept().Tokens, "the view is rendered on read: an expiry writes nothing")
 }
 
 // TestRatesChangeRewritesNoView: a rates change replaces only the store's
@@ -528,37 +529,35 @@ func TestTokensMovingBetweenBuckets(t *testing.T) {
 	}
 }
 
-// TestNewBucketTokenDeadlines: a token first listed by a new bucket gets
-// its view and exactly one deadline entry, and when another new bucket
-// lists it again its entry moves (a new bucket writes without reading
-// only while its contract has no token view at all).
-func TestNewBucketTokenDeadlines(t *testing.T) {
+// TestNewBucketTokenMoves: a token first listed by a new bucket gets its
+// view, and when another new bucket lists it again (the collection
+// re-bucketed) the view follows the new document: its overlay shows until
+// the new expiry, not the old one.
+func TestNewBucketTokenMoves(t *testing.T) {
 	e := mustEnv(t)
 	ctx := context.Background()
-	key := readmodel.TokenKey(readmodel.Ethereum, contract, "5")
 	withOverlay := func(exp time.Time) readmodel.TokenDoc {
 		return readmodel.TokenDoc{Chain: readmodel.Ethereum, ContractAddress: contract, TokenID: "5", CollectionID: cid, OwnerAddress: "0xholder",
 			Overlay: &readmodel.ListingRow{Chain: readmodel.Ethereum, ContractAddress: contract, TokenID: "5", CollectionID: cid,
 				PriceRaw: "700", Seller: "0xholder", Marketplace: "opensea", Status: readmodel.StatusActive, ExpiresAt: tp(exp), Timestamp: t0, OrderID: "o5"}}
 	}
-	due := func(at time.Time) []string {
-		keys, _, err := e.st.DueTokens(ctx, at, nil, 10)
+	listedAt := func(at time.Time) bool {
+		e.setNow(at)
+		v, err := e.st.Token(ctx, readmodel.Ethereum, contract, "5")
 		require.NoError(t, err)
-		return keys
+		return timed(t, v.Body, t0)["listing"] != nil
 	}
 	e.run(docMsg(evmDoc(cid, readmodel.Ethereum, contract)),
 		&readmodel.Message{Kind: readmodel.KindTokens, CollectionID: cid, Bucket: 1, Tokens: []readmodel.TokenDoc{withOverlay(t0.Add(time.Hour))}})
-	v, err := e.st.Token(ctx, readmodel.Ethereum, contract, "5")
-	require.NoError(t, err)
-	assert.Equal(t, "opensea", timed(t, v.Body, t0)["listing"].(map[string]any)["marketplace"])
-	assert.Empty(t, due(t0.Add(30*time.Minute)))
-	assert.Equal(t, []string{key}, due(t0.Add(90*time.Minute)), "one entry, at the overlay's expiry")
+	assert.True(t, listedAt(t0.Add(30*time.Minute)))
+	assert.False(t, listedAt(t0.Add(90*time.Minute)), "expired at the overlay's expiry")
 
-	// The collection's tokens are re-bucketed: bucket 2 is new, but the
-	// contract has a view, so the token's entry moves to the new expiry.
+	// The collection's tokens are re-bucketed: bucket 2 is new and lists
+	// the token with a later expiry.
+	e.setNow(t0)
 	e.run(&readmodel.Message{Kind: readmodel.KindTokens, CollectionID: cid, Bucket: 2, Tokens: []readmodel.TokenDoc{withOverlay(t0.Add(3 * time.Hour))}})
-	assert.Empty(t, due(t0.Add(90*time.Minute)), "no entry left at the old expiry")
-	assert.Equal(t, []string{key}, due(t0.Add(4*time.Hour)))
+	assert.True(t, listedAt(t0.Add(90*time.Minute)), "the new document's expiry")
+	assert.False(t, listedAt(t0.Add(4*time.Hour)))
 }
 
 // TestRepublishedBucketKeepsUnchangedRecords: a bucket republished because

@@ -114,8 +114,8 @@ func sizeOf(v any) int64 {
 		n = int64(len(x.ID) + len(x.Detail))
 	case render.FloorView:
 		n = int64(len(x.Body.Head) + len(x.Body.Tail) + len(x.Fallback.Head) + len(x.Fallback.Tail))
-	case render.TokenView:
-		n = int64(len(x.Body.Head) + len(x.Body.Tail))
+	case cachedToken:
+		n = int64(len(x.view.Body.Head) + len(x.view.Body.Tail))
 	case render.ListingsView:
 		for _, it := range x.Items {
 			n += int64(len(it)) + 32

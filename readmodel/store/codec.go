@@ -2,7 +2,6 @@ package store
 
 import (
 	"encoding/binary"
-	"sync"
 	"time"
 
 	"github.com/klauspost/compress/s2"
@@ -25,7 +24,7 @@ var (
 	pCollection = []byte("v/c/")
 	pFloor      = []byte("v/f/")
 	pListings   = []byte("v/l/")
-	pToken      = []byte("v/t/")
+	pToken      = []byte("v/t/") // token views before schema 10; now the cache key (and digest key) of a token rendered on read
 	pBrowse     = []byte("v/b/")
 	pAlias      = []byte("v/a/")
 	pSale       = []byte("v/s/")
@@ -51,12 +50,12 @@ var (
 	pDeadline    = []byte("i/dl/")
 	_            = []byte("i/dt/") // token deadlines before schema 3 (now inside the token view): do not reuse
 
-	pPosition       = []byte("m/p/")
-	kVersion        = []byte("m/v")
-	kSchema         = []byte("m/schema")
-	pDeadlines      = []byte("m/x/")
-	pTokenDeadlines = []byte("m/y/")
-	pJob            = []byte("m/j/")
+	pPosition  = []byte("m/p/")
+	kVersion   = []byte("m/v")
+	kSchema    = []byte("m/schema")
+	pDeadlines = []byte("m/x/")
+	_          = []byte("m/y/") // token view deadlines before schema 10 (views are rendered on read): do not reuse
+	pJob       = []byte("m/j/")
 )
 
 func key(prefix []byte, parts ...string) []byte {
@@ -310,102 +309,6 @@ func decodeBounded(block []byte, max int, decode func(dst, src []byte) ([]byte, 
 	}
 	out, err := decode(nil, block)
 	return out, err == nil
-}
-
-// A token view is stored as
-//
-//	version   8 bytes (big endian)
-//	deadline  varint, unix ms (0: none)
-//	body      S2 block of the TimedBody (flag, head, tail as enc writes
-//	          them), compressed with tokenDict
-//
-// Token views are the largest family a node stores (at 10,000 collections
-// × 100 tokens, 661 bytes on average and a third of the live data), one
-// per token, each repeating its chain, contract and collection id and
-// SPEC's field names. Compressed alone, a view has too little context to
-// shrink much (S2 kept 0.76 of the bytes, zstd 0.61). With a dictionary
-// of TokenDetail's shape S2 keeps 0.43, encoding in about 3 µs (zstd with
-// the same dictionary kept 0.38 but took 17 µs, which at 10 million
-// tokens is minutes of a first cycle's CPU). Every write, value-log GC
-// round and resident page of the value log is that much smaller. A read
-// that misses the in-process cache pays one decode (about 1 µs); cached
-// reads pay nothing. The deadline stays outside the block so that
-// PutToken's deadline bookkeeping reads it without decoding.
-func encodeToken(v render.TokenView, deadline int64) []byte {
-	raw := &enc{b: make([]byte, 0, 16+len(v.Body.Head)+len(v.Body.Tail))}
-	raw.timed(v.Body)
-	n := s2.MaxEncodedLen(len(raw.b))
-	// One allocation for the value: header, deadline and the block's room.
-	e := &enc{b: make([]byte, 8, 8+binary.MaxVarintLen64+n)}
-	binary.BigEndian.PutUint64(e.b, v.Version)
-	e.i(deadline)
-	start := len(e.b)
-	block := tokenDict().Encode(e.b[start:start+n], raw.b)
-	return e.b[:start+len(block)]
-}
-
-// tokenDeadline returns the deadline stored with an encoded token view.
-func tokenDeadline(b []byte) int64 {
-	d, _ := newDec(b)
-	dl := d.i()
-	if d.bad {
-		return 0
-	}
-	return dl
-}
-
-// decodeToken decodes a stored token view. The body is a new buffer: it
-// does not alias b. A damaged block is !ok, and never allocates more than
-// maxTokenView.
-func decodeToken(b []byte) (render.TokenView, bool) {
-	d, ver := newDec(b)
-	d.i() // deadline
-	if d.bad {
-		return render.TokenView{}, false
-	}
-	raw, ok := decodeBounded(d.b, maxTokenView, tokenDict().Decode)
-	if !ok {
-		return render.TokenView{}, false
-	}
-	body := &dec{b: raw}
-	v := render.TokenView{Version: ver, Body: body.timed()}
-	return v, !body.bad && len(body.b) == 0
-}
-
-// maxTokenView bounds a decoded token view.
-const maxTokenView = 16 << 20
-
-// tokenDictContent is the content of the S2 dictionary of token views:
-// the TokenDetail shapes SPEC allows (EVM and Solana, listed natively or
-// by overlay, in custody, with and without a last sale) with every chain,
-// currency and status spelled out and values left empty. It is part of
-// the stored format: changing a byte of it needs a Schema bump. The most
-// common shape comes last (nearer content costs less to reference).
-const tokenDictContent = `"chain":"polygon","currency":"MATIC","chain":"apechain","currency":"APE","chain":"base","chain":"ink","chain":"abstract","chain":"robinhood",` +
-	`"status":"inactive","status":"sold","kind":"unknown","label":null},` +
-	`{"chain":"solana","contractAddress":null,"tokenId":null,"mint":"","collectionId":"solana_","name":"","image":"https://","rarity":{"rank":null},"owner":{"address":null,"kind":"custody","label":"in custody"},"listing":null,"lastSale":{"price":{"raw":"","decimal":0.,"currency":"SOL","usd":}}}` +
-	`{"chain":"solana","contractAddress":null,"tokenId":null,"mint":"","collectionId":"solana_","name":" #","image":"https://","rarity":{"rank":},"owner":{"address":"","kind":"wallet","label":null},"listing":{"chain":"solana","contractAddress":null,"tokenId":null,"mint":"","collectionId":"solana_","price":{"raw":"","decimal":,"currency":"SOL","usd":},"seller":"","buyer":null,"marketplace":"NATIVE","status":"active","expiresAt":null,"timestamp":"","orderId":"_","tx":null},"lastSale":null}` +
-	`{"chain":"ethereum","contractAddress":"0x","tokenId":"","mint":null,"collectionId":"ethereum_0x","name":" #","image":"https://","rarity":{"rank":},"owner":{"address":"0x","kind":"wallet","label":null},"listing":null,"lastSale":null}` +
-	`{"chain":"ethereum","contractAddress":"0x","tokenId":"","mint":null,"collectionId":"ethereum_0x","name":" #","image":"https://","rarity":{"rank":},"owner":{"address":"0x","kind":"wallet","label":null},"listing":{"chain":"ethereum","contractAddress":"0x","tokenId":"","mint":null,"collectionId":"ethereum_0x","price":{"raw":"000000","decimal":0.0000,"currency":"ETH","usd":},"seller":"0x","buyer":null,"marketplace":"NATIVE","status":"active","expiresAt":"2026-00-00T00:00:00.000Z","timestamp":"2026-00-00T00:00:00.000Z","orderId":"0x","tx":null},"lastSale":{"price":{"raw":"000000","decimal":0.0000,"currency":"ETH","usd":}}}`
-
-// tokenDict is the S2 dictionary of token views. A Dict is safe for
-// concurrent use (its match tables are built once, under a sync.Once).
-var tokenDict = sync.OnceValue(func() *s2.Dict {
-	return s2.MakeDict([]byte(tokenDictContent), []byte(`{"chain":"`))
-})
-
-// tokenContent is a stored token view's content as Digest hashes it: the
-// uncompressed encoding of the body, then the deadline, so a digest does
-// not depend on the compressor's output.
-func tokenContent(b []byte) ([]byte, bool) {
-	v, ok := decodeToken(b)
-	if !ok {
-		return nil, false
-	}
-	e := &enc{}
-	e.timed(v.Body)
-	e.i(tokenDeadline(b))
-	return e.b, true
 }
 
 // plain wraps a payload that has no version of its own (browse entries,

@@ -1,25 +1,22 @@
 package store
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
-// BenchmarkEncodeToken measures storing a rendered token page (a listed
-// EVM token): the projector pays it once per token view it writes.
-func BenchmarkEncodeToken(b *testing.B) {
-	v := tokenViews()[0]
+// BenchmarkRenderToken measures rendering a listed EVM token's view from
+// its record, what a token read that misses the cache pays.
+func BenchmarkRenderToken(b *testing.B) {
+	t0 := time.Date(2026, 11, 22, 21, 0, 0, 0, time.UTC)
+	_, r := evmToken(t0)
+	raw := EncodeTokenRecord(r)
 	b.ReportAllocs()
 	for b.Loop() {
-		encodeToken(v, 5)
-	}
-}
-
-// BenchmarkDecodeToken measures reading it back: a token read pays it
-// when the view is not in the in-process cache.
-func BenchmarkDecodeToken(b *testing.B) {
-	e := encodeToken(tokenViews()[0], 5)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, ok := decodeToken(e); !ok {
-			b.Fatal("decode failed")
+		rec, err := DecodeTokenRecord(raw)
+		if err != nil {
+			b.Fatal(err)
 		}
+		RenderToken(rec, t0)
 	}
 }

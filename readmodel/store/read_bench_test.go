@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -25,7 +24,7 @@ func BenchmarkReadToken(b *testing.B) {
 	ctx, s := context.Background(), benchStore(b)
 	const addr = "0x8c995e126d179f00d3423c40045c2e2d614cd083"
 	require.NoError(b, s.Update(ctx, func(tx *Tx) error {
-		tx.PutToken(readmodel.TokenKey(readmodel.Polygon, addr, "85"), render.TokenView{Version: 1, Body: render.TimedBody{Head: []byte(`{}`)}}, time.Time{})
+		tx.PutTokenRecord(readmodel.TokenKey(readmodel.Polygon, addr, "85"), &TokenRecord{Doc: readmodel.TokenDoc{Chain: readmodel.Polygon, ContractAddress: addr, TokenID: "85"}})
 		return nil
 	}))
 	_, err := s.Token(ctx, readmodel.Polygon, addr, "85") // into the cache

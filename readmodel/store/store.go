@@ -12,7 +12,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -70,6 +69,8 @@ type Options struct {
 	// ValueLogFileSize is the size of one value-log file, the unit GC
 	// rewrites; 0 means 128 MiB.
 	ValueLogFileSize int64
+	// Now is the clock token views are rendered by; nil means time.Now.
+	Now func() time.Time
 }
 
 // Store is a node's view store. Its methods are safe for concurrent use;
@@ -131,6 +132,9 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	}
 	if opts.GCInterval == 0 {
 		opts.GCInterval = time.Minute
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	if err := RecoverSwap(dir); err != nil {
 		return nil, err
@@ -261,7 +265,7 @@ func gcPause(took time.Duration, share float64) time.Duration {
 // Open: the projector then rebuilds it from the start of the streams.
 // Bump it whenever stored bytes change meaning.
 //
-//	2: bodies carry USD slots (readmodel.TemplateUSD) instead of usd values
+//	2: bodies carry USD slots (render.TemplateUSD) instead of usd values
 //	3: a token view's deadline is stored with it (no i/dt/ keys)
 //	4: a token's document hash record names the bucket that holds it
 //	5: a token's document record carries its hash and bucket (no i/th/ keys)
@@ -270,7 +274,9 @@ func gcPause(took time.Duration, share float64) time.Duration {
 //	8: inputs written by Put may be packed (packInput)
 //	9: a token bucket's input holds its tokens' hashes, bucket count and
 //	   generation (i/tg/)
-const Schema = "9"
+//	10: no token views: a token's record carries its version and native
+//	   order-book rows, and the store renders the view on read
+const Schema = "10"
 
 func (s *Store) checkSchema() error {
 	cur, ok, err := s.get(kSchema)
@@ -354,6 +360,8 @@ func removeEmptyMemtables(dir string) error {
 // CompleteMarker is the file a replay writes into its finished build
 // before swapping it in.
 const CompleteMarker = "REPLAY_COMPLETE"
+
+func (s *Store) now() time.Time { return s.opts.Now() }
 
 // Dir is the directory the store lives in.
 func (s *Store) Dir() string { return s.dir }
@@ -605,38 +613,6 @@ func (s *Store) Listings(ctx context.Context, id string, version uint64) (render
 	return v, nil
 }
 
-// Token returns the prepared TokenDetail of (chain, address, tokenID),
-// address and tokenID exactly as the API normalized them; NotFound if the
-// token is not indexed. It keeps no reference to its arguments: the API
-// passes views of the request.
-func (s *Store) Token(ctx context.Context, chain readmodel.Chain, address, tokenID string) (render.TokenView, error) {
-	// key(pToken, readmodel.TokenKey(chain, address, tokenID)), built on
-	// the stack: a cached view is then read without allocating.
-	var kb [viewKeyBuf]byte
-	kk := append(append(kb[:0], pToken...), chain...)
-	kk = append(append(append(append(kk, '|'), address...), '|'), tokenID...)
-	c, gen, ok := s.cache.getBytes(kk)
-	if ok {
-		return c.(render.TokenView), nil
-	}
-	k := string(kk)
-	b, ok, err := s.get([]byte(k)) // not kk: it would escape, and the buffer with it
-	if err != nil {
-		return render.TokenView{}, err
-	}
-	if !ok {
-		return render.TokenView{}, notFound("token")
-	}
-	v, ok := decodeToken(b)
-	if !ok {
-		return render.TokenView{}, readmodel.Errorf(readmodel.Internal, "corrupt token view")
-	}
-	q := s.USD()
-	v.Body, v.USD = filledTimed(v.Body, q), q.Version
-	s.cache.put(k, v, gen)
-	return v, nil
-}
-
 // Sales returns up to limit sales of canonical id, newest first (block
 // time, then a hash of the sale key). after is "" or a Page.Next: a keyset
 // position, so sales added later never shift a walk. A malformed position
@@ -794,11 +770,18 @@ func pageVersionMix(h uint64, b []byte) uint64 {
 // Digest returns a hex SHA-256 over every view (keys and contents, in key
 // order), excluding versions and node-local bookkeeping: two nodes that
 // applied the same messages hold the same digest however they got there.
-// Token views are hashed uncompressed, so the digest does not depend on
-// the compressor's output (and equals the digest of schema 6).
-func (s *Store) Digest(ctx context.Context) (string, error) {
+// Token views, rendered on read, are rendered as of at from their records
+// (with USD slots, under their view keys v/t/…) and hashed after the
+// stored views.
+func (s *Store) Digest(ctx context.Context, at time.Time) (string, error) {
 	h := sha256.New()
 	var n [binary.MaxVarintLen64]byte
+	put := func(k, v []byte) {
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(k)))])
+		h.Write(k)
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(v)))])
+		h.Write(v)
+	}
 	err := s.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: pView, PrefetchValues: true, PrefetchSize: 256})
 		defer it.Close()
@@ -807,21 +790,11 @@ func (s *Store) Digest(ctx context.Context) (string, error) {
 				return err
 			}
 			k := it.Item().Key()
-			h.Write(n[:binary.PutUvarint(n[:], uint64(len(k)))])
-			h.Write(k)
 			err := it.Item().Value(func(v []byte) error {
-				switch {
-				case bytes.HasPrefix(k, pToken):
-					c, ok := tokenContent(v)
-					if !ok {
-						return readmodel.Errorf(readmodel.Internal, "corrupt token view %q", k)
-					}
-					v = c
-				case len(v) >= 8:
+				if len(v) >= 8 {
 					v = v[8:]
 				}
-				h.Write(n[:binary.PutUvarint(n[:], uint64(len(v)))])
-				h.Write(v)
+				put(k, v)
 				return nil
 			})
 			if err != nil {
@@ -830,6 +803,34 @@ func (s *Store) Digest(ctx context.Context) (string, error) {
 		}
 		return nil
 	})
+	if err == nil {
+		err = s.db.View(func(txn *badger.Txn) error {
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: pTokenDoc, PrefetchValues: true, PrefetchSize: 256})
+			defer it.Close()
+			vk := append([]byte(nil), pToken...)
+			for it.Seek(pTokenDoc); it.ValidForPrefix(pTokenDoc); it.Next() {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				k := it.Item().Key()
+				err := it.Item().Value(func(raw []byte) error {
+					r, err := DecodeTokenRecord(raw)
+					if err != nil {
+						return readmodel.Errorf(readmodel.Internal, "corrupt token record %q", k)
+					}
+					v, _ := RenderToken(r, at)
+					e := &enc{}
+					e.timed(v.Body)
+					put(append(vk[:len(pToken)], k[len(pTokenDoc):]...), e.b)
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
 	if err != nil {
 		return "", internal(err, "digest")
 	}

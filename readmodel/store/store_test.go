@@ -31,7 +31,6 @@ func TestCodecsRoundTripAndRejectGarbage(t *testing.T) {
 	fv := render.FloorView{Version: 3, Body: render.TimedBody{Head: []byte(`{"x":"`), Tail: []byte(`"}`), Timed: true},
 		FallbackAfter: after, Fallback: render.TimedBody{Head: []byte(`{}`)}}
 	cv := render.CollectionView{ID: "id", Chain: readmodel.Base, HasContract: true, Version: 9, Detail: []byte(`{}`)}
-	tv := render.TokenView{Version: 1, Body: render.TimedBody{Head: []byte(`{}`)}}
 
 	gotL, ok := decodeListings(encodeListings(lv))
 	require.True(t, ok)
@@ -42,10 +41,6 @@ func TestCodecsRoundTripAndRejectGarbage(t *testing.T) {
 	gotC, ok := decodeCollection("id", encodeCollection(cv))
 	require.True(t, ok)
 	assert.Equal(t, cv, gotC)
-	gotT, ok := decodeToken(encodeToken(tv, 1234))
-	require.True(t, ok)
-	assert.Equal(t, tv, gotT)
-	assert.Equal(t, int64(1234), tokenDeadline(encodeToken(tv, 1234)))
 
 	garbage := map[string][]byte{
 		"empty":     nil,
@@ -110,9 +105,9 @@ func TestDigestIgnoresVersionsAndBookkeeping(t *testing.T) {
 	}
 	write(a, 1, 10)
 	write(b, 5, 99)
-	da, err := a.Digest(ctx)
+	da, err := a.Digest(ctx, time.Time{})
 	require.NoError(t, err)
-	db, err := b.Digest(ctx)
+	db, err := b.Digest(ctx, time.Time{})
 	require.NoError(t, err)
 	assert.Equal(t, da, db)
 	assert.Len(t, da, 64)
@@ -121,7 +116,7 @@ func TestDigestIgnoresVersionsAndBookkeeping(t *testing.T) {
 		tx.PutCollection(render.CollectionView{ID: "c", Chain: readmodel.Solana, Version: 6, Detail: []byte(`{"changed":true}`)})
 		return nil
 	}))
-	db, err = b.Digest(ctx)
+	db, err = b.Digest(ctx, time.Time{})
 	require.NoError(t, err)
 	assert.NotEqual(t, da, db, "content changes change the digest")
 }
@@ -304,7 +299,7 @@ func TestOpenAfterAKillDuringMemtableCreation(t *testing.T) {
 	assert.NoError(t, err, "committed views survive")
 }
 
-// TestDueWalk: a walk of the token deadline index with the cursor returns
+// TestDueWalk: a walk of the listings deadline index with the cursor returns
 // every entry at or before now exactly once, in deadline order, in
 // batches of the limit, and none after now; an entry a render moves to a
 // deadline that is still due but behind the cursor waits for the next
@@ -313,12 +308,11 @@ func TestDueWalk(t *testing.T) {
 	s := mustOpen(t)
 	ctx := context.Background()
 	now := time.UnixMilli(1_800_000_000_000)
-	tv := render.TokenView{Version: 1, Body: render.TimedBody{Head: []byte(`{}`)}}
 	require.NoError(t, s.Update(ctx, func(tx *Tx) error {
 		for i := 0; i < 10; i++ {
 			// t0..t9 due at now-10s .. now-1s, and u0..u9 after now.
-			tx.PutToken("t"+strconv.Itoa(i), tv, now.Add(time.Duration(i-10)*time.Second))
-			tx.PutToken("u"+strconv.Itoa(i), tv, now.Add(time.Duration(i+1)*time.Second))
+			tx.SetDeadline("t"+strconv.Itoa(i), now.Add(time.Duration(i-10)*time.Second))
+			tx.SetDeadline("u"+strconv.Itoa(i), now.Add(time.Duration(i+1)*time.Second))
 		}
 		return nil
 	}))
@@ -327,7 +321,7 @@ func TestDueWalk(t *testing.T) {
 		var at DueCursor
 		for batch := 0; ; batch++ {
 			require.Less(t, batch, 10, "the walk does not end: %v", got)
-			due, next, err := s.DueTokens(ctx, now, at, 3)
+			due, next, err := s.Due(ctx, now, at, 3)
 			require.NoError(t, err)
 			if len(due) == 0 {
 				return got
@@ -339,7 +333,7 @@ func TestDueWalk(t *testing.T) {
 			}
 			require.NoError(t, s.Update(ctx, func(tx *Tx) error {
 				for _, k := range due {
-					tx.PutToken(k, render.TokenView{Version: 2, Body: render.TimedBody{Head: []byte(`{"r":1}`)}}, moveTo)
+					tx.SetDeadline(k, moveTo)
 				}
 				return nil
 			}))

@@ -2,8 +2,7 @@ package store
 
 import (
 	"context"
-	"encoding/binary"
-	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,100 +13,93 @@ import (
 	"github.com/marketd/marketd/readmodel/render"
 )
 
-// tokenViews are a token page as the projector renders it (timed: an
-// overlay listing's timestamp is the slot) and a minimal one.
-func tokenViews() []render.TokenView {
-	head := []byte(`{"data":{"chain":"ethereum","contractAddress":"0xd625d0e38643073ead8fa9492eb6b079124adeaf","tokenId":"1","mint":null,"collectionId":"ethereum_0xd625d0e38643073ead8fa9492eb6b079124adeaf","name":"Rusty Punks #1","image":"https://img.sim.marketd.test/1/0.png","rarity":{"rank":2},"owner":{"address":"0xbd881d8a7d88b16b3ac82f257ec94b5aaf905f2b","kind":"wallet","label":null},"listing":{"chain":"ethereum","contractAddress":"0xd625d0e38643073ead8fa9492eb6b079124adeaf","tokenId":"1","mint":null,"collectionId":"ethereum_0xd625d0e38643073ead8fa9492eb6b079124adeaf","price":{"raw":"37454417000883752007","decimal":37.45441700088375,"currency":"ETH","usd":112750.53},"seller":"0xbd881d8a7d88b16b3ac82f257ec94b5aaf905f2b","buyer":null,"marketplace":"NATIVE","status":"active","expiresAt":"2026-12-23T08:22:27.000Z","timestamp":"`)
-	tail := []byte(`","orderId":"ethereum_0xd625d0e38643073ead8fa9492eb6b079124adeaf_1_1795422147000","tx":null},"lastSale":null}}`)
-	return []render.TokenView{
-		{Version: 7, Body: render.TimedBody{Timed: true, Head: head, Tail: tail}},
-		{Version: 9, Body: render.TimedBody{Head: []byte(`{"data":{"chain":"ethereum","tokenId":"2","listing":null}}`)}},
-	}
+// evmToken is an EVM token record with two native rows (the cheaper one
+// expiring first) and an overlay that outlives both.
+func evmToken(t0 time.Time) (string, *TokenRecord) {
+	d := sampleTokenDoc()
+	exp1, exp2, exp3 := t0.Add(time.Minute), t0.Add(2*time.Minute), t0.Add(3*time.Minute)
+	d.Overlay.ExpiresAt = &exp3
+	n1 := *d.Overlay
+	n1.Marketplace, n1.PriceRaw, n1.ExpiresAt, n1.OrderID = readmodel.MarketplaceNative, "1000000000000000000", &exp1, "a"
+	n2 := n1
+	n2.PriceRaw, n2.ExpiresAt, n2.OrderID = "2000000000000000000", &exp2, "b"
+	k := readmodel.TokenKey(d.Chain, d.ContractAddress, d.TokenID)
+	return k, &TokenRecord{Bucket: 1, Version: 7, ObservedAt: t0, Doc: d, Native: []readmodel.ListingRow{n2, n1}}
 }
 
-// TestTokenViewsStoredCompressed: a token view is stored as an S2 block
-// and read back byte for byte, with its deadline readable without
-// decoding; a damaged block is an error, never a panic.
-func TestTokenViewsStoredCompressed(t *testing.T) {
+// TestTokenRenderedOnRead: a token's view is rendered from its record as
+// of the store's clock: the cheapest native row still live, then the
+// next, then the overlay, then none, each with a new version; a record
+// written again is served at once (the cached view is dropped), and a
+// deleted one is NotFound.
+func TestTokenRenderedOnRead(t *testing.T) {
 	ctx := context.Background()
-	s := mustOpen(t)
-	views := tokenViews()
-	deadline := time.UnixMilli(1795422147000)
-	require.NoError(t, s.Update(ctx, func(tx *Tx) error {
-		for i, v := range views {
-			tx.PutToken(fmt.Sprintf("ethereum|0xd625|%d", i), v, deadline)
-		}
-		return nil
-	}))
-	for i, want := range views {
-		t.Run(fmt.Sprintf("view %d", i), func(t *testing.T) {
-			got, err := s.Token(ctx, readmodel.Ethereum, "0xd625", fmt.Sprint(i))
-			require.NoError(t, err)
-			assert.Equal(t, want.Version, got.Version)
-			assert.Equal(t, want.Body, got.Body)
-
-			raw, ok, err := s.get(key(pToken, fmt.Sprintf("ethereum|0xd625|%d", i)))
-			require.NoError(t, err)
-			require.True(t, ok)
-			assert.Equal(t, unixMs(deadline), tokenDeadline(raw))
-			plain := &enc{}
-			plain.timed(want.Body)
-			if len(plain.b) > 500 {
-				assert.Less(t, len(raw), len(plain.b)/2, "a rendered token page is stored compressed")
-			}
-		})
-	}
-
-	good := encodeToken(views[0], 99)
-	damaged := map[string][]byte{
-		"empty":            nil,
-		"header only":      good[:8],
-		"truncated block":  good[:len(good)-10],
-		"zeroed tail":      append(append([]byte(nil), good[:len(good)-40]...), make([]byte, 40)...),
-		"not a block":      append(append([]byte(nil), good[:10]...), 0xff, 0xff, 0xff, 0xff, 0xff, 0x0f),
-		"extra after body": encodeTokenWithTrailer(views[1]),
-		"claims 1 GiB":     binary.AppendUvarint(append([]byte(nil), good[:10]...), 1<<30),
-	}
-	for name, b := range damaged {
-		t.Run(name, func(t *testing.T) {
-			assert.NotPanics(t, func() {
-				_, ok := decodeToken(b)
-				assert.False(t, ok)
-				_, ok = tokenContent(b)
-				assert.False(t, ok)
-			})
-		})
-	}
-}
-
-// encodeTokenWithTrailer is encodeToken with a byte after the body inside
-// the block.
-func encodeTokenWithTrailer(v render.TokenView) []byte {
-	raw := &enc{}
-	raw.timed(v.Body)
-	raw.b = append(raw.b, 0)
-	e := newEnc(v.Version)
-	e.i(0)
-	return append(e.b, s2Encode(raw.b)...)
-}
-
-// TestDigestOfTokenViewsIsTheirContent: token views are hashed
-// uncompressed, so the digest is the one schema 6 (uncompressed views)
-// gave for the same views: nodes compare content, not the compressor's
-// output.
-func TestDigestOfTokenViewsIsTheirContent(t *testing.T) {
-	ctx := context.Background()
-	s := mustOpen(t)
-	require.NoError(t, s.Update(ctx, func(tx *Tx) error {
-		for i, v := range tokenViews() {
-			tx.PutToken(fmt.Sprintf("ethereum|0xd625|%d", i), v, time.UnixMilli(int64(1795422147000*i)))
-		}
-		return nil
-	}))
-	d, err := s.Digest(ctx)
+	t0 := time.Date(2026, 11, 22, 21, 0, 0, 0, time.UTC)
+	var clock atomic.Int64
+	clock.Store(t0.UnixNano())
+	s, err := Open(ctx, t.TempDir(), Options{Now: func() time.Time { return time.Unix(0, clock.Load()).UTC() }})
 	require.NoError(t, err)
-	// Computed by the schema 6 code (84db416) for the same two views.
-	assert.Equal(t, "b0551bd2ac6da225eb7088bc2eaaac48d791122f08256ab2d991e57e03126e0b", d)
+	t.Cleanup(func() { _ = s.Close(ctx) })
+	k, rec := evmToken(t0)
+	require.NoError(t, s.Update(ctx, func(tx *Tx) error { tx.PutTokenRecord(k, rec); return nil }))
+	d := &rec.Doc
+	read := func() render.TokenView {
+		v, err := s.Token(ctx, d.Chain, d.ContractAddress, d.TokenID)
+		require.NoError(t, err)
+		return v
+	}
+	want := func(at time.Time, native *readmodel.ListingRow) []byte {
+		v := render.TokenJSON(render.TokenInputs{Doc: d, Native: native, ObservedAt: t0, LiveAt: at})
+		return filledTimed(render.TimedBody{Head: render.TemplateUSD(v.Body.Head), Tail: render.TemplateUSD(v.Body.Tail), Timed: v.Body.Timed}, s.USD()).Head
+	}
+	versions := map[uint64]bool{}
+	for _, tc := range []struct {
+		name   string
+		at     time.Time
+		native *readmodel.ListingRow
+	}{
+		{"the cheapest native row", t0, &rec.Native[1]},
+		{"the cheaper one expired: the other", t0.Add(90 * time.Second), &rec.Native[0]},
+		{"both expired: the overlay", t0.Add(150 * time.Second), nil},
+		{"everything expired", t0.Add(time.Hour), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock.Store(tc.at.UnixNano())
+			v := read()
+			assert.Equal(t, string(want(tc.at, tc.native)), string(v.Body.Head))
+			assert.False(t, versions[v.Version], "a new version for each rendering")
+			versions[v.Version] = true
+			assert.Equal(t, v, read(), "the same view from the cache")
+		})
+	}
+	rec2 := *rec
+	rec2.Doc.Name, rec2.Version = "renamed", 8
+	require.NoError(t, s.Update(ctx, func(tx *Tx) error { tx.PutTokenRecord(k, &rec2); return nil }))
+	assert.Contains(t, string(read().Body.Head), `"name":"renamed"`)
+	require.NoError(t, s.Update(ctx, func(tx *Tx) error { tx.DeleteTokenRecord(k); return nil }))
+	_, err = s.Token(ctx, d.Chain, d.ContractAddress, d.TokenID)
+	assert.Equal(t, readmodel.NotFound, readmodel.ErrorCode(err))
 }
 
-func s2Encode(b []byte) []byte { return tokenDict().Encode(nil, b) }
+// TestDigestRendersTokens: the digest hashes token views rendered as of
+// its time, not their records' versions: equal records written with other
+// versions digest alike, and a listing that expired between two times
+// changes the digest.
+func TestDigestRendersTokens(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 11, 22, 21, 0, 0, 0, time.UTC)
+	a, b := mustOpen(t), mustOpen(t)
+	k, rec := evmToken(t0)
+	other := *rec
+	other.Version = 99
+	require.NoError(t, a.Update(ctx, func(tx *Tx) error { tx.PutTokenRecord(k, rec); return nil }))
+	require.NoError(t, b.Update(ctx, func(tx *Tx) error { tx.PutTokenRecord(k, &other); return nil }))
+	da, err := a.Digest(ctx, t0)
+	require.NoError(t, err)
+	db, err := b.Digest(ctx, t0)
+	require.NoError(t, err)
+	assert.Equal(t, da, db)
+	later, err := a.Digest(ctx, t0.Add(90*time.Second))
+	require.NoError(t, err)
+	assert.NotEqual(t, da, later)
+}

@@ -362,56 +362,6 @@ func (t *Tx) PutListings(cid string, v render.ListingsView) {
 	}
 }
 
-// PreparedToken is a token view encoded for the store, with its
-// deadline: what PrepareToken makes and PutPreparedToken writes.
-type PreparedToken struct {
-	enc []byte
-	ms  int64
-}
-
-// PrepareToken encodes token view v with its deadline (when the view next
-// changes by the clock alone: its listing expires; zero: never). It does
-// no I/O and is safe for concurrent use: a writer can have many views
-// encoded in parallel, then put them in one transaction.
-func PrepareToken(v render.TokenView, deadline time.Time) PreparedToken {
-	ms := unixMs(deadline)
-	return PreparedToken{enc: encodeToken(v, ms), ms: ms}
-}
-
-// PutToken writes the token view under its token key.
-// deadline is when the view next changes by the clock alone (its listing
-// expires; zero: never): DueTokens returns it from then on.
-func (t *Tx) PutToken(tokenKey string, v render.TokenView, deadline time.Time) {
-	t.PutPreparedToken(tokenKey, PrepareToken(v, deadline), false)
-}
-
-// PutPreparedToken is PutToken of a view PrepareToken encoded. isNew
-// says the token has no view (see TokensCommitted): it is then written
-// without reading the view it would replace. Writing over an existing
-// view that way would leave that view's deadline entry behind.
-func (t *Tx) PutPreparedToken(tokenKey string, p PreparedToken, isNew bool) {
-	if isNew {
-		t.view(key(pToken, tokenKey), p.enc)
-		t.moveDeadline(pTokenDeadlines, tokenKey, 0, p.ms)
-		return
-	}
-	old, _ := t.viewIfChanged(key(pToken, tokenKey), p.enc)
-	var was int64
-	if old != nil {
-		was = tokenDeadline(old)
-	}
-	t.moveDeadline(pTokenDeadlines, tokenKey, was, p.ms)
-}
-
-// TokensCommitted reports whether any token view whose key starts with
-// prefix (for instance "ethereum|0xabc|", every token of a contract) was
-// committed before this transaction; this transaction's own writes are
-// the caller's to know. (An iterator of the read-write transaction would
-// count them, but sorts all its pending writes each time it is created.)
-func (t *Tx) TokensCommitted(prefix string) (bool, error) {
-	return t.committed(key(pToken, prefix))
-}
-
 // hasSales reports whether cid is known to have sales committed. A sale
 // is never removed, so once a collection has one it always has: AddSale
 // then skips the seek that would find it.
@@ -452,21 +402,6 @@ func (t *Tx) committed(p []byte) (bool, error) {
 		return nil
 	})
 	return found, err
-}
-
-// DeleteToken removes a token view.
-func (t *Tx) DeleteToken(tokenKey string) {
-	k := key(pToken, tokenKey)
-	old, ok, err := t.getRaw(k)
-	if err != nil {
-		t.err = errors.Join(t.err, err)
-		return
-	}
-	if !ok {
-		return
-	}
-	t.moveDeadline(pTokenDeadlines, tokenKey, tokenDeadline(old), 0)
-	t.delView(k)
 }
 
 // moveDeadline moves id's entry in a deadline index from was to now (unix
@@ -710,12 +645,6 @@ type DueCursor []byte
 // or before now lies behind the cursor and waits for the next walk.
 func (s *Store) Due(ctx context.Context, now time.Time, after DueCursor, limit int) ([]string, DueCursor, error) {
 	return s.due(pDeadlines, now, after, limit)
-}
-
-// DueTokens is Due for token views: token keys whose deadline is at or
-// before now.
-func (s *Store) DueTokens(ctx context.Context, now time.Time, after DueCursor, limit int) ([]string, DueCursor, error) {
-	return s.due(pTokenDeadlines, now, after, limit)
 }
 
 func (s *Store) due(index []byte, now time.Time, after DueCursor, limit int) ([]string, DueCursor, error) {

@@ -1,4 +1,4 @@
-package projector
+package store
 
 import (
 	"encoding/hex"
@@ -76,16 +76,21 @@ func TestTokenRecordRoundTrip(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			for i := 0; i < 2000; i++ {
 				doc, at := gen()
-				bucket := r.Uint32()
-				rec, sum := newTokenRecord(bucket, at, &doc)
-				p, ok := parseTokenRecord(rec)
+				in := &TokenRecord{Bucket: r.Uint32(), Version: r.Uint64(), ObservedAt: at, Doc: doc}
+				if i%3 == 1 {
+					in.Native = []readmodel.ListingRow{*sampleTokenDoc().Overlay, {}}
+					jsontest.Fill(r, reflect.ValueOf(&in.Native[1]).Elem())
+				}
+				rec := EncodeTokenRecord(in)
+				h, b, ok := tokenRecordHead(rec)
 				require.True(t, ok)
-				assert.Equal(t, bucket, p.bucket)
-				assert.Equal(t, sum, p.hash)
-				assert.Equal(t, xxhash.Sum64(appendTokenDoc(nil, &doc)), sum)
-				got, err := decodeTokenBody(p.body)
+				assert.Equal(t, in.Bucket, b)
+				assert.Equal(t, in.Hash, h)
+				assert.Equal(t, xxhash.Sum64(appendTokenDoc(nil, &doc)), h)
+				assert.Equal(t, h, TokenDocHash(&doc))
+				got, err := DecodeTokenRecord(rec)
 				require.NoError(t, err)
-				require.Equal(t, &tokenInput{ObservedAt: at, Doc: doc}, got)
+				require.Equal(t, in, got)
 			}
 		})
 	}
@@ -97,9 +102,10 @@ func TestTokenRecordRoundTrip(t *testing.T) {
 func TestTokenRecordHash(t *testing.T) {
 	base := sampleTokenDoc()
 	at := time.Date(2026, 11, 22, 21, 0, 0, 0, time.UTC)
-	_, want := newTokenRecord(1, at, &base)
-	_, same := newTokenRecord(2, at.Add(time.Hour), &base)
-	assert.Equal(t, want, same, "observation time and bucket are not the document")
+	want := TokenDocHash(&base)
+	same := &TokenRecord{Bucket: 2, Version: 3, ObservedAt: at.Add(time.Hour), Doc: base, Native: []readmodel.ListingRow{*base.Overlay}}
+	EncodeTokenRecord(same)
+	assert.Equal(t, want, same.Hash, "observation time, bucket, version and native rows are not the document")
 
 	other := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
 	rank := int64(18)
@@ -131,8 +137,7 @@ func TestTokenRecordHash(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			d := sampleTokenDoc()
 			change(&d)
-			_, got := newTokenRecord(1, at, &d)
-			assert.NotEqual(t, want, got)
+			assert.NotEqual(t, want, TokenDocHash(&d))
 		})
 	}
 }
@@ -142,15 +147,14 @@ func TestTokenRecordHash(t *testing.T) {
 // record with bytes after its end.
 func TestTokenRecordCorrupt(t *testing.T) {
 	doc := sampleTokenDoc()
-	rec, _ := newTokenRecord(3, time.Date(2026, 11, 22, 21, 0, 0, 0, time.UTC), &doc)
-	body := rec[tokenRecordHeader:]
-	for n := 0; n < len(body); n++ {
-		_, err := decodeTokenBody(body[:n])
-		assert.ErrorIs(t, err, errCorruptTokenRecord, "truncated to %d of %d bytes", n, len(body))
+	rec := EncodeTokenRecord(&TokenRecord{Bucket: 3, ObservedAt: time.Date(2026, 11, 22, 21, 0, 0, 0, time.UTC), Doc: doc, Native: []readmodel.ListingRow{*doc.Overlay}})
+	for n := 0; n < len(rec); n++ {
+		_, err := DecodeTokenRecord(rec[:n])
+		assert.ErrorIs(t, err, errCorruptTokenRecord, "truncated to %d of %d bytes", n, len(rec))
 	}
-	_, err := decodeTokenBody(append(append([]byte(nil), body...), 0))
+	_, err := DecodeTokenRecord(append(append([]byte(nil), rec...), 0))
 	assert.ErrorIs(t, err, errCorruptTokenRecord, "trailing byte")
-	_, ok := parseTokenRecord(rec[:tokenRecordHeader-1])
+	_, _, ok := tokenRecordHead(rec[:tokenRecordHeader-1])
 	assert.False(t, ok, "a record shorter than its header")
 }
 
@@ -158,40 +162,37 @@ func TestTokenRecordCorrupt(t *testing.T) {
 // decodes re-encodes to a record that decodes to the same value.
 func FuzzTokenRecord(f *testing.F) {
 	doc := sampleTokenDoc()
-	rec, _ := newTokenRecord(3, time.Date(2026, 11, 22, 21, 0, 0, 0, time.UTC), &doc)
-	f.Add(rec[tokenRecordHeader:])
+	f.Add(EncodeTokenRecord(&TokenRecord{Bucket: 3, ObservedAt: time.Date(2026, 11, 22, 21, 0, 0, 0, time.UTC), Doc: doc, Native: []readmodel.ListingRow{*doc.Overlay}}))
 	f.Add([]byte{})
-	f.Fuzz(func(t *testing.T, body []byte) {
-		got, err := decodeTokenBody(body)
+	f.Fuzz(func(t *testing.T, rec []byte) {
+		got, err := DecodeTokenRecord(rec)
 		if err != nil {
 			return
 		}
-		again, _ := newTokenRecord(0, got.ObservedAt, &got.Doc)
-		p, _ := parseTokenRecord(again)
-		back, err := decodeTokenBody(p.body)
+		back, err := DecodeTokenRecord(EncodeTokenRecord(got))
 		require.NoError(t, err)
 		require.Equal(t, got, back)
 	})
 }
 
 // BenchmarkTokenRecord encodes and decodes one token record with an
-// overlay listing: the projector writes one per token it applies and reads
-// one per token it re-renders.
+// overlay listing: the projector writes one per token it applies, and a
+// token read that misses the cache decodes one.
 func BenchmarkTokenRecord(b *testing.B) {
 	d := sampleTokenDoc()
 	observed := time.Unix(1_790_000_000, 0).UTC()
-	rec, _ := newTokenRecord(3, observed, &d)
-	body := rec[tokenRecordHeader:]
+	r := &TokenRecord{Bucket: 3, ObservedAt: observed, Doc: d}
+	rec := EncodeTokenRecord(r)
 	b.Run("encode", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			newTokenRecord(3, observed, &d)
+			EncodeTokenRecord(r)
 		}
 	})
 	b.Run("decode", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := decodeTokenBody(body); err != nil {
+			if _, err := DecodeTokenRecord(rec); err != nil {
 				b.Fatal(err)
 			}
 		}

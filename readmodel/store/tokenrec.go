@@ -1,0 +1,367 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/marketd/marketd/readmodel"
+)
+
+// A token is stored as one record (key i/td/<token key>), from which the
+// store renders its TokenDetail on read (Store.Token):
+//
+//	hash     8 bytes  xxhash64 of the encoded document (big endian)
+//	bucket   4 bytes  the bucket whose message wrote the document (big endian)
+//	version  8 bytes  the view version of the write (big endian)
+//	body              the observation time, the document, then the token's
+//	                  native order-book rows (uvarint count, then each row)
+//
+// The hash decides whether a republished bucket's token changed, the
+// bucket whether a bucket that no longer lists it may delete it. The
+// native rows are those of the collection's order book that were live
+// when it was observed (EVM only; usually none or one): the view shows the
+// cheapest still live at read time, so a listing expiring needs no write.
+//
+// There is no stored view beside the record (schema 10): at 10,000
+// collections x 100 tokens the pre-rendered view (661 bytes compressed, a
+// deadline entry, and a rewrite of both whenever the view changed) was
+// most of a node's bytes and a quarter of a replay's CPU, while rendering
+// one on read costs a few microseconds and the cache keeps the hot ones.
+//
+// Encoding rules (decodeTokenBody checks every length against the record,
+// so a damaged record is an error, never a panic):
+//   - a string is uvarint(len+1) and its bytes, or uvarint 0 for "the same
+//     as its reference": the document's own chain, address, token id and
+//     collection for the fields of its listing rows (which repeat them),
+//     "" elsewhere;
+//   - a time is one tag byte (0 no time, for a nil pointer; 1 the zero
+//     time; 2 a time), then for 2 varint(Unix seconds) and
+//     uvarint(nanoseconds); times decode as UTC (normalized rows are UTC
+//     and views format times as UTC);
+//   - a *int64 is a tag byte (0 nil, 1 set) and a varint; a bool a byte.
+const tokenRecordHeader = 20
+
+// TokenRecord is a token's stored state.
+type TokenRecord struct {
+	Hash       uint64 // TokenDocHash of Doc (set by EncodeTokenRecord)
+	Bucket     uint32
+	Version    uint64
+	ObservedAt time.Time
+	Doc        readmodel.TokenDoc
+	// Native holds the token's native order-book rows live at the order
+	// book's observation (EVM only).
+	Native []readmodel.ListingRow
+}
+
+// errCorruptTokenRecord is returned for a token record that does not
+// decode.
+var errCorruptTokenRecord = errors.New("store: corrupt token record")
+
+// TokenDocHash is the hash a record carries for document d.
+func TokenDocHash(d *readmodel.TokenDoc) uint64 {
+	bp := hashBuf.Get().(*[]byte)
+	b := appendTokenDoc((*bp)[:0], d)
+	sum := xxhash.Sum64(b)
+	*bp = b
+	hashBuf.Put(bp)
+	return sum
+}
+
+var hashBuf = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// EncodeTokenRecord encodes r, setting r.Hash.
+func EncodeTokenRecord(r *TokenRecord) []byte {
+	b := make([]byte, tokenRecordHeader, tokenRecordHeader+256)
+	binary.BigEndian.PutUint32(b[8:], r.Bucket)
+	binary.BigEndian.PutUint64(b[12:], r.Version)
+	b = appendTime(b, &r.ObservedAt)
+	start := len(b)
+	b = appendTokenDoc(b, &r.Doc)
+	r.Hash = xxhash.Sum64(b[start:])
+	binary.BigEndian.PutUint64(b, r.Hash)
+	b = binary.AppendUvarint(b, uint64(len(r.Native)))
+	for i := range r.Native {
+		b = appendRow(b, &r.Native[i], &r.Doc)
+	}
+	return b
+}
+
+// tokenRecordHead returns a record's hash and bucket; ok is false for a
+// record too short to hold its header.
+func tokenRecordHead(raw []byte) (hash uint64, bucket uint32, ok bool) {
+	if len(raw) < tokenRecordHeader {
+		return 0, 0, false
+	}
+	return binary.BigEndian.Uint64(raw), binary.BigEndian.Uint32(raw[8:]), true
+}
+
+// DecodeTokenRecord decodes a stored record. Its strings share one
+// allocation.
+func DecodeTokenRecord(raw []byte) (*TokenRecord, error) {
+	if len(raw) < tokenRecordHeader {
+		return nil, errCorruptTokenRecord
+	}
+	t, err := decodeTokenBody(raw[tokenRecordHeader:])
+	if err != nil {
+		return nil, err
+	}
+	t.Hash = binary.BigEndian.Uint64(raw)
+	t.Bucket = binary.BigEndian.Uint32(raw[8:])
+	t.Version = binary.BigEndian.Uint64(raw[12:])
+	return t, nil
+}
+
+// appendTokenDoc appends the encoding of d.
+func appendTokenDoc(b []byte, d *readmodel.TokenDoc) []byte {
+	b = appendStr(b, string(d.Chain), "")
+	b = appendStr(b, d.ContractAddress, "")
+	b = appendStr(b, d.TokenID, "")
+	b = appendStr(b, d.CollectionID, "")
+	b = appendStr(b, d.Name, "")
+	b = appendStr(b, d.Image, "")
+	b = appendInt(b, d.RarityRank)
+	b = appendStr(b, d.OwnerAddress, "")
+	b = appendBool(b, d.InCustody)
+	b = appendStr(b, d.CustodyLabel, "")
+	if o := d.Overlay; o == nil {
+		b = append(b, 0)
+	} else {
+		b = append(b, 1)
+		b = appendRow(b, o, d)
+	}
+	return appendStr(b, d.LastSaleRaw, "")
+}
+
+// appendRow appends listing row o of document d.
+func appendRow(b []byte, o *readmodel.ListingRow, d *readmodel.TokenDoc) []byte {
+	b = appendStr(b, string(o.Chain), string(d.Chain))
+	b = appendStr(b, o.ContractAddress, d.ContractAddress)
+	b = appendStr(b, o.TokenID, d.TokenID)
+	b = appendStr(b, o.Mint, d.TokenID)
+	b = appendStr(b, o.CollectionID, d.CollectionID)
+	b = appendStr(b, o.PriceRaw, "")
+	b = appendStr(b, o.Seller, d.OwnerAddress)
+	b = appendStr(b, o.Marketplace, "")
+	b = appendStr(b, string(o.Status), "")
+	b = appendTime(b, o.ExpiresAt)
+	b = appendTime(b, &o.Timestamp)
+	b = appendStr(b, o.OrderID, "")
+	b = appendStr(b, o.Tx, "")
+	return appendStr(b, o.BuyerTotalRaw, "")
+}
+
+func (r *recReader) row(d *readmodel.TokenDoc, o *readmodel.ListingRow) {
+	o.Chain = readmodel.Chain(r.str(string(d.Chain)))
+	o.ContractAddress = r.str(d.ContractAddress)
+	o.TokenID = r.str(d.TokenID)
+	o.Mint = r.str(d.TokenID)
+	o.CollectionID = r.str(d.CollectionID)
+	o.PriceRaw = r.str("")
+	o.Seller = r.str(d.OwnerAddress)
+	o.Marketplace = r.str("")
+	o.Status = readmodel.Status(r.str(""))
+	o.ExpiresAt, _ = r.time()
+	if ts, ok := r.time(); ok {
+		o.Timestamp = *ts
+	} else {
+		r.fail()
+	}
+	o.OrderID = r.str("")
+	o.Tx = r.str("")
+	o.BuyerTotalRaw = r.str("")
+}
+
+// decodeTokenBody decodes a record's body. The strings of the result share
+// one allocation.
+func decodeTokenBody(body []byte) (*TokenRecord, error) {
+	r := recReader{s: string(body)}
+	t := new(TokenRecord)
+	if at, ok := r.time(); ok {
+		t.ObservedAt = *at
+	} else {
+		r.fail()
+	}
+	d := &t.Doc
+	d.Chain = readmodel.Chain(r.str(""))
+	d.ContractAddress = r.str("")
+	d.TokenID = r.str("")
+	d.CollectionID = r.str("")
+	d.Name = r.str("")
+	d.Image = r.str("")
+	d.RarityRank = r.int()
+	d.OwnerAddress = r.str("")
+	d.InCustody = r.bool()
+	d.CustodyLabel = r.str("")
+	switch r.byte() {
+	case 0:
+	case 1:
+		o := new(readmodel.ListingRow)
+		r.row(d, o)
+		d.Overlay = o
+	default:
+		r.fail()
+	}
+	d.LastSaleRaw = r.str("")
+	if n := r.uvarint(); n > 0 && !r.bad {
+		if n > uint64(len(r.s)-r.i) { // every row takes at least a byte
+			r.fail()
+		} else {
+			t.Native = make([]readmodel.ListingRow, n)
+			for i := range t.Native {
+				r.row(d, &t.Native[i])
+			}
+		}
+	}
+	if r.bad || r.i != len(r.s) {
+		return nil, errCorruptTokenRecord
+	}
+	return t, nil
+}
+
+func appendStr(b []byte, s, ref string) []byte {
+	if s == ref {
+		return append(b, 0)
+	}
+	b = binary.AppendUvarint(b, uint64(len(s))+1)
+	return append(b, s...)
+}
+
+func appendTime(b []byte, t *time.Time) []byte {
+	switch {
+	case t == nil:
+		return append(b, 0)
+	case t.IsZero():
+		return append(b, 1)
+	}
+	b = append(b, 2)
+	b = binary.AppendVarint(b, t.Unix())
+	return binary.AppendUvarint(b, uint64(t.Nanosecond()))
+}
+
+func appendInt(b []byte, v *int64) []byte {
+	if v == nil {
+		return append(b, 0)
+	}
+	return binary.AppendVarint(append(b, 1), *v)
+}
+
+func appendBool(b []byte, v bool) []byte {
+	if v {
+		return append(b, 1)
+	}
+	return append(b, 0)
+}
+
+// recReader reads a record body; the first error sticks (bad) and every
+// later read returns a zero value.
+type recReader struct {
+	s   string
+	i   int
+	bad bool
+}
+
+func (r *recReader) fail() { r.bad, r.i = true, len(r.s) }
+
+func (r *recReader) byte() byte {
+	if r.bad || r.i >= len(r.s) {
+		r.fail()
+		return 0
+	}
+	c := r.s[r.i]
+	r.i++
+	return c
+}
+
+func (r *recReader) uvarint() uint64 {
+	var v uint64
+	for shift := uint(0); shift < 64; shift += 7 {
+		c := r.byte()
+		if r.bad {
+			return 0
+		}
+		v |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			return v
+		}
+	}
+	r.fail()
+	return 0
+}
+
+func (r *recReader) varint() int64 {
+	u := r.uvarint()
+	v := int64(u >> 1)
+	if u&1 != 0 {
+		v = ^v
+	}
+	return v
+}
+
+func (r *recReader) str(ref string) string {
+	n := r.uvarint()
+	if r.bad {
+		return ""
+	}
+	if n == 0 {
+		return ref
+	}
+	n--
+	if n > uint64(len(r.s)-r.i) {
+		r.fail()
+		return ""
+	}
+	s := r.s[r.i : r.i+int(n)]
+	r.i += int(n)
+	return s
+}
+
+// time reads a time; ok is false for "no time" (and after an error).
+func (r *recReader) time() (*time.Time, bool) {
+	switch r.byte() {
+	case 0:
+		return nil, false
+	case 1:
+		return new(time.Time), true
+	case 2:
+		sec, nsec := r.varint(), r.uvarint()
+		if r.bad || nsec >= 1e9 || sec > math.MaxInt64>>1 || sec < math.MinInt64>>1 {
+			r.fail()
+			return nil, false
+		}
+		t := time.Unix(sec, int64(nsec)).UTC()
+		return &t, true
+	}
+	r.fail()
+	return nil, false
+}
+
+func (r *recReader) int() *int64 {
+	switch r.byte() {
+	case 0:
+		return nil
+	case 1:
+		v := r.varint()
+		if r.bad {
+			return nil
+		}
+		return &v
+	}
+	r.fail()
+	return nil
+}
+
+func (r *recReader) bool() bool {
+	switch r.byte() {
+	case 0:
+		return false
+	case 1:
+		return true
+	}
+	r.fail()
+	return false
+}

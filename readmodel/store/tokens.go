@@ -1,0 +1,155 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/render"
+)
+
+// PutTokenRecord writes token k's record (EncodeTokenRecord sets r.Hash).
+func (t *Tx) PutTokenRecord(k string, r *TokenRecord) {
+	t.set(key(pTokenDoc, k), EncodeTokenRecord(r))
+	t.touched = append(t.touched, tokenCacheKey(k))
+}
+
+// DeleteTokenRecord removes token k (its view is gone with it).
+func (t *Tx) DeleteTokenRecord(k string) {
+	t.del(key(pTokenDoc, k))
+	t.touched = append(t.touched, tokenCacheKey(k))
+}
+
+// TokenRecord reads token k's record; nil when there is none.
+func (t *Tx) TokenRecord(k string) (*TokenRecord, error) {
+	raw, ok, err := t.getRaw(key(pTokenDoc, k))
+	if err != nil || !ok {
+		if err != nil {
+			t.err = errors.Join(t.err, err)
+		}
+		return nil, err
+	}
+	return DecodeTokenRecord(raw)
+}
+
+// TokenRecordHead reads the hash and bucket of token k's record without
+// decoding it; ok is false when there is none.
+func (t *Tx) TokenRecordHead(k string) (hash uint64, bucket uint32, ok bool, err error) {
+	it, err := t.txn.Get(key(pTokenDoc, k))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return 0, 0, false, nil
+	}
+	if err != nil {
+		t.err = errors.Join(t.err, err)
+		return 0, 0, false, err
+	}
+	err = it.Value(func(v []byte) error {
+		hash, bucket, ok = tokenRecordHead(v)
+		return nil
+	})
+	return hash, bucket, ok, err
+}
+
+// tokenCacheKey is the cache key of token k's rendered view.
+func tokenCacheKey(k string) string { return string(pToken) + k }
+
+// cachedToken is a rendered token view in the cache, good until (unix
+// nanoseconds; 0: until its record changes) when a listing it shows or
+// could show expires.
+type cachedToken struct {
+	view  render.TokenView
+	until int64
+}
+
+// Token returns the TokenDetail of (chain, address, tokenID), address and
+// tokenID exactly as the API normalized them, rendered from the token's
+// record as of now (a listing that expired is not shown); NotFound if the
+// token is not indexed. It keeps no reference to its arguments: the API
+// passes views of the request.
+func (s *Store) Token(ctx context.Context, chain readmodel.Chain, address, tokenID string) (render.TokenView, error) {
+	// pToken + readmodel.TokenKey(chain, address, tokenID), built on the
+	// stack: a cached view is then read without allocating.
+	var kb [viewKeyBuf]byte
+	kk := append(append(kb[:0], pToken...), chain...)
+	kk = append(append(append(append(kk, '|'), address...), '|'), tokenID...)
+	now := s.now()
+	c, gen, ok := s.cache.getBytes(kk)
+	if ok {
+		if ct := c.(cachedToken); ct.until == 0 || now.UnixNano() < ct.until {
+			return ct.view, nil
+		}
+	}
+	ck := string(kk)
+	b, ok, err := s.get(key(pTokenDoc, ck[len(pToken):]))
+	if err != nil {
+		return render.TokenView{}, err
+	}
+	if !ok {
+		return render.TokenView{}, notFound("token")
+	}
+	r, err := DecodeTokenRecord(b)
+	if err != nil {
+		return render.TokenView{}, readmodel.Errorf(readmodel.Internal, "corrupt token record")
+	}
+	v, until := RenderToken(r, now)
+	q := s.USD()
+	v.Body, v.USD = filledTimed(v.Body, q), q.Version
+	var u int64
+	if !until.IsZero() {
+		u = until.UnixNano()
+	}
+	s.cache.put(ck, cachedToken{view: v, until: u}, gen)
+	return v, nil
+}
+
+// RenderToken renders record r's TokenDetail as of now (with USD slots,
+// render.TemplateUSD) and returns when it next changes by the clock
+// alone (zero: never). The version changes with the record and with each
+// listing row that expires.
+func RenderToken(r *TokenRecord, now time.Time) (render.TokenView, time.Time) {
+	liveAt := now
+	if liveAt.Before(r.ObservedAt) {
+		liveAt = r.ObservedAt
+	}
+	in := render.TokenInputs{Doc: &r.Doc, ObservedAt: r.ObservedAt, LiveAt: liveAt}
+	expired := uint64(0)
+	if r.Doc.Chain.IsEVM() {
+		for i := range r.Native {
+			n := &r.Native[i]
+			if !n.Live(liveAt) {
+				expired++
+				continue
+			}
+			if in.Native == nil || cheaper(n, in.Native) {
+				in.Native = n
+			}
+		}
+	}
+	if o := r.Doc.Overlay; o != nil && o.ExpiresAt != nil && !o.ExpiresAt.After(liveAt) {
+		expired++
+	}
+	v := render.TokenJSON(in)
+	v.Body.Head, v.Body.Tail = render.TemplateUSD(v.Body.Head), render.TemplateUSD(v.Body.Tail)
+	v.Version = r.Version<<8 | min(expired, 255)
+	return v, render.TokenDeadline(in)
+}
+
+// cheaper reports whether a's ask is below b's (exact; uninterpretable
+// prices never win), ties by order id.
+func cheaper(a, b *readmodel.ListingRow) bool {
+	x, err := readmodel.ParseRaw(a.PriceRaw)
+	if err != nil {
+		return false
+	}
+	y, err := readmodel.ParseRaw(b.PriceRaw)
+	if err != nil {
+		return true
+	}
+	if c := x.Cmp(y); c != 0 {
+		return c < 0
+	}
+	return a.OrderID < b.OrderID
+}
