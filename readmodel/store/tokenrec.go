@@ -116,104 +116,62 @@ func DecodeTokenRecord(raw []byte) (*TokenRecord, error) {
 	return t, nil
 }
 
-// appendTokenDoc appends the encoding of d.
+// appendTokenDoc appends the encoding of d: its fields in the order of
+// readmodel.TokenDoc's Fields, the one list of them (adding a field there
+// changes these bytes and needs a schema bump; TestTokenRecordBytes pins
+// them).
 func appendTokenDoc(b []byte, d *readmodel.TokenDoc) []byte {
-	b = appendStr(b, string(d.Chain), "")
-	b = appendStr(b, d.ContractAddress, "")
-	b = appendStr(b, d.TokenID, "")
-	b = appendStr(b, d.CollectionID, "")
-	b = appendStr(b, d.Name, "")
-	b = appendStr(b, d.Image, "")
-	b = appendInt(b, d.RarityRank)
-	b = appendStr(b, d.OwnerAddress, "")
-	b = appendBool(b, d.InCustody)
-	b = appendStr(b, d.CustodyLabel, "")
-	if o := d.Overlay; o == nil {
-		b = append(b, 0)
-	} else {
-		b = append(b, 1)
-		b = appendRow(b, o, d)
-	}
-	return appendStr(b, d.LastSaleRaw, "")
+	e := recEncoders.Get().(*recEncoder)
+	e.b, e.doc = b, d
+	d.Fields(e)
+	b = e.b
+	*e = recEncoder{}
+	recEncoders.Put(e)
+	return b
 }
 
-// appendRow appends listing row o of document d.
+// appendRow appends listing row o of document d: the fields of
+// readmodel.ListingRow's Fields, each that repeats the document's written
+// as its reference (see rowRef).
 func appendRow(b []byte, o *readmodel.ListingRow, d *readmodel.TokenDoc) []byte {
-	b = appendStr(b, string(o.Chain), string(d.Chain))
-	b = appendStr(b, o.ContractAddress, d.ContractAddress)
-	b = appendStr(b, o.TokenID, d.TokenID)
-	b = appendStr(b, o.Mint, d.TokenID)
-	b = appendStr(b, o.CollectionID, d.CollectionID)
-	b = appendStr(b, o.PriceRaw, "")
-	b = appendStr(b, o.Seller, d.OwnerAddress)
-	b = appendStr(b, o.Marketplace, "")
-	b = appendStr(b, string(o.Status), "")
-	b = appendTime(b, o.ExpiresAt)
-	b = appendTime(b, &o.Timestamp)
-	b = appendStr(b, o.OrderID, "")
-	b = appendStr(b, o.Tx, "")
-	return appendStr(b, o.BuyerTotalRaw, "")
+	e := recEncoders.Get().(*recEncoder)
+	e.b, e.doc, e.inRow = b, d, true
+	o.Fields(e)
+	b = e.b
+	*e = recEncoder{}
+	recEncoders.Put(e)
+	return b
 }
 
-func (r *recReader) row(d *readmodel.TokenDoc, o *readmodel.ListingRow) {
-	o.Chain = readmodel.Chain(r.str(string(d.Chain)))
-	o.ContractAddress = r.str(d.ContractAddress)
-	o.TokenID = r.str(d.TokenID)
-	o.Mint = r.str(d.TokenID)
-	o.CollectionID = r.str(d.CollectionID)
-	o.PriceRaw = r.str("")
-	o.Seller = r.str(d.OwnerAddress)
-	o.Marketplace = r.str("")
-	o.Status = readmodel.Status(r.str(""))
-	o.ExpiresAt, _ = r.time()
-	if ts, ok := r.time(); ok {
-		o.Timestamp = *ts
-	} else {
-		r.fail()
-	}
-	o.OrderID = r.str("")
-	o.Tx = r.str("")
-	o.BuyerTotalRaw = r.str("")
-}
+// recEncoders pool the encoders: handed to Fields as an interface, an
+// encoder would otherwise be allocated per record.
+var recEncoders = sync.Pool{New: func() any { return new(recEncoder) }}
 
 // decodeTokenBody decodes a record's body. The strings of the result share
 // one allocation.
 func decodeTokenBody(body []byte) (*TokenRecord, error) {
-	r := recReader{s: string(body)}
-	t := new(TokenRecord)
+	// One allocation holds the result and its decoder (handed to Fields as
+	// an interface, the decoder would otherwise be allocated apart).
+	td := new(struct {
+		t TokenRecord
+		r recDecoder
+	})
+	t, r := &td.t, &td.r
+	*r = recDecoder{recReader: recReader{s: string(body)}, doc: &t.Doc}
 	if at, ok := r.time(); ok {
 		t.ObservedAt = *at
 	} else {
 		r.fail()
 	}
-	d := &t.Doc
-	d.Chain = readmodel.Chain(r.str(""))
-	d.ContractAddress = r.str("")
-	d.TokenID = r.str("")
-	d.CollectionID = r.str("")
-	d.Name = r.str("")
-	d.Image = r.str("")
-	d.RarityRank = r.int()
-	d.OwnerAddress = r.str("")
-	d.InCustody = r.bool()
-	d.CustodyLabel = r.str("")
-	switch r.byte() {
-	case 0:
-	case 1:
-		o := new(readmodel.ListingRow)
-		r.row(d, o)
-		d.Overlay = o
-	default:
-		r.fail()
-	}
-	d.LastSaleRaw = r.str("")
+	t.Doc.Fields(r)
 	if n := r.uvarint(); n > 0 && !r.bad {
 		if n > uint64(len(r.s)-r.i) { // every row takes at least a byte
 			r.fail()
 		} else {
 			t.Native = make([]readmodel.ListingRow, n)
+			r.inRow = true
 			for i := range t.Native {
-				r.row(d, &t.Native[i])
+				t.Native[i].Fields(r)
 			}
 		}
 	}
@@ -221,6 +179,93 @@ func decodeTokenBody(body []byte) (*TokenRecord, error) {
 		return nil, errCorruptTokenRecord
 	}
 	return t, nil
+}
+
+// rowRef is the reference of a listing row's field: the value that field
+// takes when it repeats the document's (then it is written as uvarint 0).
+func rowRef(d *readmodel.TokenDoc, name string) string {
+	switch name {
+	case "chain":
+		return string(d.Chain)
+	case "contractAddress":
+		return d.ContractAddress
+	case "tokenId", "mint":
+		return d.TokenID
+	case "collectionId":
+		return d.CollectionID
+	case "seller":
+		return d.OwnerAddress
+	}
+	return ""
+}
+
+// recEncoder writes a token document's or listing row's fields
+// (readmodel.FieldVisitor).
+type recEncoder struct {
+	b     []byte
+	doc   *readmodel.TokenDoc
+	inRow bool // inside a listing row of the document
+}
+
+func (e *recEncoder) Str(name string, p *string) {
+	ref := ""
+	if e.inRow {
+		ref = rowRef(e.doc, name)
+	}
+	e.b = appendStr(e.b, *p, ref)
+}
+func (e *recEncoder) Bool(_ string, p *bool)          { e.b = appendBool(e.b, *p) }
+func (e *recEncoder) Int64Ptr(_ string, p **int64)    { e.b = appendInt(e.b, *p) }
+func (e *recEncoder) Time(_ string, p *time.Time)     { e.b = appendTime(e.b, p) }
+func (e *recEncoder) TimePtr(_ string, p **time.Time) { e.b = appendTime(e.b, *p) }
+func (e *recEncoder) Listing(_ string, p **readmodel.ListingRow) {
+	if *p == nil {
+		e.b = append(e.b, 0)
+		return
+	}
+	e.b = append(e.b, 1)
+	e.inRow = true
+	(*p).Fields(e)
+	e.inRow = false
+}
+
+// recDecoder reads a token document's or listing row's fields
+// (readmodel.FieldVisitor).
+type recDecoder struct {
+	recReader
+	doc   *readmodel.TokenDoc
+	inRow bool
+}
+
+func (r *recDecoder) Str(name string, p *string) {
+	ref := ""
+	if r.inRow {
+		ref = rowRef(r.doc, name)
+	}
+	*p = r.str(ref)
+}
+func (r *recDecoder) Bool(_ string, p *bool)          { *p = r.bool() }
+func (r *recDecoder) Int64Ptr(_ string, p **int64)    { *p = r.int() }
+func (r *recDecoder) TimePtr(_ string, p **time.Time) { *p, _ = r.time() }
+func (r *recDecoder) Time(_ string, p *time.Time) {
+	if ts, ok := r.time(); ok {
+		*p = *ts
+	} else {
+		r.fail()
+	}
+}
+func (r *recDecoder) Listing(_ string, p **readmodel.ListingRow) {
+	switch r.byte() {
+	case 0:
+	case 1:
+		o := new(readmodel.ListingRow)
+		r.inRow = true
+		o.Fields(r)
+		r.inRow = false
+		*p = o
+	default:
+		r.fail()
+	}
 }
 
 func appendStr(b []byte, s, ref string) []byte {
