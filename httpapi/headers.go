@@ -8,17 +8,26 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-// corsHeaders are SPEC §5's four CORS headers, names in canonical form.
-var corsHeaders = [4][2][]byte{
+// exposedHeaders are the response headers a page on another origin may
+// read beyond the CORS-safelisted ones (Cache-Control, Content-Type, ...):
+// the validator it revalidates with and the wait SPEC §7 tells a
+// rate-limited client to honour. Without them a browser hides the headers.
+const exposedHeaders = "ETag, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset"
+
+// corsHeaders are SPEC §5's four CORS headers plus the exposed response
+// headers, names in canonical form.
+var corsHeaders = [5][2][]byte{
 	{[]byte(fiber.HeaderAccessControlAllowOrigin), []byte("*")},
-	{[]byte(fiber.HeaderAccessControlAllowMethods), []byte(allowedMethods)},
+	{[]byte(fiber.HeaderAccessControlAllowMethods), []byte(corsMethods)},
 	{[]byte(fiber.HeaderAccessControlAllowHeaders), []byte("Content-Type, Accept")},
 	{[]byte(fiber.HeaderAccessControlMaxAge), []byte("86400")},
+	{[]byte(fiber.HeaderAccessControlExposeHeaders), []byte(exposedHeaders)},
 }
 
-// setCORS writes SPEC §5's four CORS headers. They go on every response,
-// with or without an Origin request header. (SetCanonical: the names need
-// no normalizing, which Set would do on every request.)
+// setCORS writes SPEC §5's four CORS headers and Access-Control-Expose-Headers.
+// They go on every response, with or without an Origin request header.
+// (SetCanonical: the names need no normalizing, which Set would do on every
+// request.)
 func setCORS(c *fiber.Ctx) {
 	h := &c.Response().Header
 	for _, kv := range corsHeaders {

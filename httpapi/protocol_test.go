@@ -22,6 +22,8 @@ func assertCORS(t *testing.T, res result) {
 	assert.Equal(t, "Content-Type, Accept", res.header.Get("Access-Control-Allow-Headers"))
 	assert.Equal(t, "86400", res.header.Get("Access-Control-Max-Age"))
 	assert.Empty(t, res.header.Get("Access-Control-Allow-Credentials"))
+	assert.Equal(t, "ETag, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset",
+		res.header.Get("Access-Control-Expose-Headers"), "a page must be able to read the validator and the rate-limit wait")
 }
 
 // TestCORSEverywhere: SPEC §5's four headers on every response, success or
@@ -86,24 +88,67 @@ func TestPreflight(t *testing.T) {
 	}
 }
 
-// TestMethodNotAllowed: any method but GET and OPTIONS is 405 with the
-// error body (code bad_request), an Allow header and no-store.
+// TestMethodNotAllowed: any method but GET, HEAD and OPTIONS is 405 with
+// the error body (code bad_request), an Allow header and no-store.
 func TestMethodNotAllowed(t *testing.T) {
 	h := MustHarness(t, nil)
-	for _, m := range []string{"POST", "PUT", "PATCH", "DELETE", "HEAD", "TRACE"} {
+	for _, m := range []string{"POST", "PUT", "PATCH", "DELETE", "TRACE"} {
 		for _, target := range []string{"/v1", "/v1/collections", "/v1/collections/" + testID + "/listings", "/v1/tokens/ethereum/" + testContract + "/1"} {
 			t.Run(m+" "+target, func(t *testing.T) {
 				res := h.do(m, target)
 				require.Equal(t, http.StatusMethodNotAllowed, res.status)
-				assert.Equal(t, "GET, OPTIONS", res.header.Get("Allow"))
+				assert.Equal(t, "GET, HEAD, OPTIONS", res.header.Get("Allow"))
 				assert.Equal(t, "no-store", res.header.Get("Cache-Control"))
 				assertCORS(t, res)
-				if m != "HEAD" {
-					assert.Equal(t, "bad_request", res.errorCode(t))
-				}
+				assert.Equal(t, "bad_request", res.errorCode(t))
 			})
 		}
 	}
+}
+
+// TestHead: HEAD is answered as GET without a body (RFC 9110 §9.1): same
+// status and headers, including the error and cache headers, and it is
+// counted in the route's rate bucket.
+func TestHead(t *testing.T) {
+	tests := []struct {
+		name, target string
+		status       int
+	}{
+		{"index", "/v1", 200},
+		{"openapi", "/v1/openapi.json", 200},
+		{"collections", "/v1/collections", 200},
+		{"detail", "/v1/collections/" + testID, 200},
+		{"floor", "/v1/collections/" + testID + "/floor", 200},
+		{"listings", "/v1/collections/" + testID + "/listings", 200},
+		{"sales", "/v1/collections/" + testID + "/sales", 200},
+		{"token", "/v1/tokens/ethereum/" + testContract + "/1", 200},
+		{"400", "/v1/collections?limit=0", 400},
+		{"404", "/v1/collections/nope", 404},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := MustHarness(t, nil)
+			h.r.tokens["ethereum|"+testContract+"|1"] = tokenView(1)
+			get := h.get(tc.target)
+			head := h.do(http.MethodHead, tc.target)
+			require.Equal(t, tc.status, get.status, "%s", get.body)
+			assert.Equal(t, get.status, head.status)
+			assert.Empty(t, head.body)
+			for _, k := range []string{"Content-Type", "Cache-Control", "ETag", "Access-Control-Allow-Origin", "Access-Control-Expose-Headers"} {
+				assert.Equal(t, get.header.Get(k), head.header.Get(k), k)
+			}
+		})
+	}
+	t.Run("same bucket as GET", func(t *testing.T) {
+		h := MustHarness(t, func(c *Config) { c.RateList, c.RateItem = 2, 2 })
+		require.Equal(t, 200, h.do(http.MethodHead, "/v1").status)
+		require.Equal(t, 200, h.get("/v1").status)
+		res := h.do(http.MethodHead, "/v1")
+		assert.Equal(t, http.StatusTooManyRequests, res.status)
+		assert.NotEmpty(t, res.header.Get("Retry-After"))
+		assert.Equal(t, http.StatusTooManyRequests, h.get("/v1").status, "HEAD spent the GET budget")
+		assert.Equal(t, 200, h.get("/v1/collections").status, "the list bucket is independent")
+	})
 }
 
 // TestErrorEnvelope: errors are exactly {error:{code,message}}, no-store,

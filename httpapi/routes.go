@@ -53,12 +53,17 @@ func routeTable() []*route {
 	}
 }
 
-// allowedMethods is the Allow header of every route (SPEC §1: GET, plus
-// OPTIONS for CORS preflight).
-const allowedMethods = "GET, OPTIONS"
+// corsMethods is Access-Control-Allow-Methods (SPEC §5: GET, OPTIONS).
+const corsMethods = "GET, OPTIONS"
 
-// register mounts every route: GET (rate limited, measured), OPTIONS
-// preflight (204), any other method 405, and a final catch-all 404.
+// allowedMethods is the Allow header of every route: SPEC §1's GET and
+// OPTIONS, plus HEAD, which HTTP requires of a general-purpose server
+// (RFC 9110 §9.1) and which is answered as GET without a body.
+const allowedMethods = "GET, HEAD, OPTIONS"
+
+// register mounts every route: GET and HEAD (rate limited in the same
+// bucket, measured), OPTIONS preflight (204), any other method 405, and a
+// final catch-all 404.
 func (s *Server) register() {
 	s.routes = routeTable()
 	for _, rt := range s.routes {
@@ -66,6 +71,7 @@ func (s *Server) register() {
 		rt.cdnCacheControl = []byte("max-age=" + strconv.Itoa(rt.maxAge) + ", stale-while-revalidate=" + strconv.Itoa(2*rt.maxAge))
 		rt.obs = s.metrics.route(rt.pattern)
 		s.app.Add(fiber.MethodGet, rt.pattern, s.serve(rt))
+		s.app.Add(fiber.MethodHead, rt.pattern, s.serve(rt)) // fasthttp sends no body for HEAD
 		s.app.Add(fiber.MethodOptions, rt.pattern, s.preflight(rt))
 		s.app.All(rt.pattern, s.methodNotAllowed(rt))
 	}
