@@ -247,7 +247,11 @@ func (p *Projector) replayAll(ctx context.Context, w io.Writer, every time.Durat
 	if err != nil {
 		return 0, err
 	}
-	pr := newProgress(w, every, heads, p)
+	total, err := p.pendingMessages(ctx, heads)
+	if err != nil {
+		return 0, err
+	}
+	pr := newProgress(w, every, total, p)
 	// A build serves nobody until it is swapped in, so it renders each
 	// collection's views once, at the end, instead of after each of its
 	// messages: in a first cycle a collection's document, stats,
@@ -280,22 +284,57 @@ func (p *Projector) replayAll(ctx context.Context, w io.Writer, every time.Durat
 	return n, err
 }
 
+// pendingMessages counts the messages (not stream sequences: the state
+// stream is compacted, so most sequences below its head are gone) that a
+// replay applies: those after each stream's applied position up to its
+// head. It asks the server through a short-lived consumer per stream, whose
+// NumPending is exactly that count when nothing is published meanwhile;
+// messages published after the heads were read are subtracted as far as
+// the sequences tell.
+func (p *Projector) pendingMessages(ctx context.Context, heads readmodel.Position) (int64, error) {
+	var total int64
+	for i, name := range streamNames {
+		head := []uint64{heads.State, heads.Sales}[i]
+		from := p.pos[i].Seq + 1
+		if from > head {
+			continue
+		}
+		c, err := p.js.CreateConsumer(ctx, name, jetstream.ConsumerConfig{
+			DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: from,
+			AckPolicy: jetstream.AckNonePolicy, InactiveThreshold: time.Minute,
+		})
+		if err != nil {
+			return 0, readmodel.Wrap(readmodel.UpstreamError, err, "count messages of "+name)
+		}
+		info := c.CachedInfo()
+		n := int64(info.NumPending)
+		if s, err := p.js.Stream(ctx, name); err == nil {
+			if si, err := s.Info(ctx); err == nil && si.State.LastSeq > head {
+				n -= int64(si.State.LastSeq - head) // an upper bound of what came after the head
+			}
+		}
+		_ = p.js.DeleteConsumer(ctx, name, info.Name)
+		total += max(n, 0)
+	}
+	return total, nil
+}
+
 type progress struct {
 	w       io.Writer
 	tty     bool
 	every   time.Duration
-	heads   readmodel.Position
+	total   int64 // messages the replay applies
 	p       *Projector
 	start   time.Time
 	last    time.Time
 	applied atomic.Int64
 }
 
-func newProgress(w io.Writer, every time.Duration, heads readmodel.Position, p *Projector) *progress {
+func newProgress(w io.Writer, every time.Duration, total int64, p *Projector) *progress {
 	if every <= 0 {
 		every = 5 * time.Second
 	}
-	pr := &progress{w: w, every: every, heads: heads, p: p, start: time.Now()}
+	pr := &progress{w: w, every: every, total: total, p: p, start: time.Now()}
 	pr.last = pr.start
 	if f, ok := w.(*os.File); ok {
 		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
@@ -321,8 +360,13 @@ func (pr *progress) tick(k int) {
 	if secs <= 0 {
 		secs = 1e-9
 	}
-	a := pr.p.Applied()
-	left := int64(pr.heads.State-min(a.State, pr.heads.State)) + int64(pr.heads.Sales-min(a.Sales, pr.heads.Sales))
+	// applied + left stays the total the replay started with; a message
+	// the stream dropped meanwhile (compaction) is never applied, so the
+	// last line says 0 rather than what it would have been.
+	left := max(pr.total-n, 0)
+	if final {
+		left = 0
+	}
 	rows := pr.p.rows.Load()
 	line := fmt.Sprintf("replay: %d messages, %.0f msgs/s, %.0f rows/s, %d messages left", n, float64(n)/secs, float64(rows)/secs, left)
 	switch {
