@@ -299,7 +299,10 @@ func Load(args []string, getenv func(string) string, usage io.Writer) (Config, e
 	if usage == nil {
 		usage = io.Discard
 	}
-	fs.SetOutput(usage)
+	// A bad flag is one line (the returned error), never the whole usage;
+	// only -h prints the flag list, to usage.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	for _, s := range settings {
 		s := s
 		fs.Func(s.name, s.usage+" (env "+envName(s.name)+", default "+quoteDefault(s.show())+")", func(v string) error {
@@ -311,6 +314,8 @@ func Load(args []string, getenv func(string) string, usage io.Writer) (Config, e
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(usage)
+			fs.PrintDefaults()
 			return Config{}, err
 		}
 		return Config{}, fmt.Errorf("%s", firstLine(err.Error()))

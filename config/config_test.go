@@ -136,6 +136,20 @@ func TestLoadHelp(t *testing.T) {
 	assert.Contains(t, out.String(), "MARKETD_HTTP_ADDR")
 }
 
+// TestLoadBadFlagIsOneLine: a mistyped flag is reported by the returned
+// one-line error alone; the flag list is printed only for -h.
+func TestLoadBadFlagIsOneLine(t *testing.T) {
+	for _, args := range [][]string{{"--no-such-flag"}, {"--http-addr"}, {"--rate-list", "x"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			var out strings.Builder
+			_, err := config.Load(args, env(nil), &out)
+			require.Error(t, err)
+			assert.NotContains(t, err.Error(), "\n")
+			assert.Empty(t, out.String(), "no usage dump on a bad flag")
+		})
+	}
+}
+
 func TestRedactedHidesCursorKey(t *testing.T) {
 	c, err := config.Load([]string{"--cursor-key", "0123456789abcdef-secret"}, env(nil), nil)
 	require.NoError(t, err)

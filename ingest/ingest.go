@@ -98,6 +98,10 @@ type Config struct {
 	HTTPClient *http.Client
 	// PageLimit is the rows asked per upstream page; 0 = DefaultPageLimit.
 	PageLimit int
+	// OnCycle, when set, is called with the summary of every cycle that
+	// completed (scheduled or RunCycle), e.g. for metrics. It must not
+	// modify the summary.
+	OnCycle func(Summary)
 }
 
 // Ingest runs ingest cycles. RunCycle, Open, Close and Stats are safe for
@@ -266,21 +270,34 @@ func (in *Ingest) scheduled(srcs []readmodel.Source) {
 		set[s] = true
 	}
 	sum, err := in.run(in.runCtx, set)
+	in.done(in.runCtx, "schedule", sum, err)
+}
+
+// done logs a cycle's outcome the same way whoever started it (the
+// schedule, or RunCycle: start-up and POST /admin/ingest) and hands a
+// completed cycle to Config.OnCycle.
+func (in *Ingest) done(ctx context.Context, trigger string, sum Summary, err error) {
 	if err != nil {
-		if in.runCtx.Err() == nil {
-			in.log.Error().Err(err).Msg("ingest cycle failed")
+		if ctx.Err() == nil {
+			in.log.Error().Err(err).Str("trigger", trigger).Msg("ingest cycle failed")
 		}
 		return
 	}
+	if in.cfg.OnCycle != nil {
+		in.cfg.OnCycle(sum)
+	}
 	ev := in.log.Info()
+	var failed []string
 	for name, s := range sum.Sources {
 		if s.PollsFailed > 0 {
 			ev = in.log.Warn()
-			in.log.Warn().Str("source", name).Str("errorClass", s.ErrorClass).Msg("upstream poll failed")
+			failed = append(failed, name)
+			in.log.Warn().Str("trigger", trigger).Str("source", name).Str("errorClass", s.ErrorClass).Int("pollsFailed", s.PollsFailed).Msg("upstream poll failed")
 		}
 	}
-	ev.Int("published", sum.Published).Int("unchanged", sum.Unchanged).
-		Dur("took", sum.End.Sub(sum.Start)).Uint64("stateSeq", sum.Position.State).Msg("ingest cycle")
+	sort.Strings(failed)
+	ev.Str("trigger", trigger).Int("published", sum.Published).Int("unchanged", sum.Unchanged).Strs("sourcesFailed", failed).
+		Int64("took_ms", sum.End.Sub(sum.Start).Milliseconds()).Uint64("stateSeq", sum.Position.State).Msg("ingest cycle")
 }
 
 // Close stops the schedule, cancels a scheduled cycle in flight and waits
@@ -319,7 +336,9 @@ func (in *Ingest) RunCycle(ctx context.Context) (Summary, error) {
 	for _, s := range readmodel.Sources {
 		all[s] = true
 	}
-	return in.run(ctx, all)
+	sum, err := in.run(ctx, all)
+	in.done(ctx, "request", sum, err)
+	return sum, err
 }
 
 // Sources returns each source's status as of the last cycle that polled it

@@ -56,7 +56,7 @@ func StartMain(tb testing.TB, args ...string) *Main {
 
 	pr, pw := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &Main{DataDir: dataDir, cancel: cancel, done: make(chan error, 1), logs: newLogTail(200)}
+	m := &Main{DataDir: dataDir, cancel: cancel, done: make(chan error, 1), logs: newLogTail(2000)}
 	addrs := make(chan map[string]string, 1)
 	go m.scan(pr, addrs)
 	getenv := func(string) string { return "" }
@@ -166,6 +166,13 @@ func (l *logTail) add(s string) {
 	if len(l.lines) > l.n {
 		l.lines = l.lines[len(l.lines)-l.n:]
 	}
+}
+
+// Lines returns a copy of the lines kept.
+func (l *logTail) Lines() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.lines...)
 }
 
 func (l *logTail) String() string {

@@ -12,12 +12,47 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// registerBuildInfo exposes marketd_build_info{version, revision,
+// goversion} 1, Prometheus' _info convention.
+func registerBuildInfo(reg *prometheus.Registry) {
+	b := readBuildInfo()
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "marketd_build_info",
+		Help:        "Build of this binary: version, VCS revision and Go version; always 1.",
+		ConstLabels: prometheus.Labels{"version": b.Version, "revision": b.Revision, "goversion": b.GoVersion},
+	})
+	g.Set(1)
+	reg.MustRegister(g)
+}
+
+// newPollDuration is the per-source poll duration histogram; ingest feeds
+// it through Config.OnCycle (observeCycle).
+func newPollDuration(reg *prometheus.Registry) *prometheus.HistogramVec {
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "marketd_ingest_poll_duration_seconds",
+		Help:    "Wall time of one source's poll in a cycle (every page, publishing included), by source.",
+		Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
+	}, []string{"source"})
+	reg.MustRegister(h)
+	return h
+}
+
+// observeCycle records each polled source's duration of a completed cycle.
+func observeCycle(h *prometheus.HistogramVec, sum ingest.Summary) {
+	for name, s := range sum.Sources {
+		if s.PollsOK+s.PollsFailed > 0 {
+			h.WithLabelValues(name).Observe(float64(s.TookMS) / 1000)
+		}
+	}
+}
+
 // ingestCollector exposes ingest's cumulative Stats at scrape time, so ingest
 // itself stays free of the metrics library.
 type ingestCollector struct {
 	in                                 *ingest.Ingest
 	polls, rejected, accepted          *prometheus.Desc
 	published, unchanged, cycles, last *prometheus.Desc
+	lastSuccess                        *prometheus.Desc
 }
 
 func registerIngestMetrics(reg *prometheus.Registry, in *ingest.Ingest) {
@@ -30,11 +65,13 @@ func registerIngestMetrics(reg *prometheus.Registry, in *ingest.Ingest) {
 		unchanged: prometheus.NewDesc("marketd_ingest_unchanged_messages_total", "Messages skipped because their subject did not change.", nil, nil),
 		cycles:    prometheus.NewDesc("marketd_ingest_cycles_total", "Completed ingest cycles.", nil, nil),
 		last:      prometheus.NewDesc("marketd_ingest_last_cycle_timestamp_seconds", "End of the last ingest cycle, unix seconds.", nil, nil),
+		lastSuccess: prometheus.NewDesc("marketd_ingest_source_last_success_timestamp_seconds",
+			"End of the last cycle in which every poll of the source succeeded, unix seconds (absent until one has).", []string{"source"}, nil),
 	})
 }
 
 func (c *ingestCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.polls, c.rejected, c.accepted, c.published, c.unchanged, c.cycles, c.last} {
+	for _, d := range []*prometheus.Desc{c.polls, c.rejected, c.accepted, c.published, c.unchanged, c.cycles, c.last, c.lastSuccess} {
 		ch <- d
 	}
 }
@@ -59,6 +96,11 @@ func (c *ingestCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.cycles, prometheus.CounterValue, float64(st.Cycles))
 	if !st.LastCycle.IsZero() {
 		ch <- prometheus.MustNewConstMetric(c.last, prometheus.GaugeValue, float64(st.LastCycle.UnixNano())/1e9)
+	}
+	for _, s := range c.in.Sources() {
+		if !s.LastSuccess.IsZero() {
+			ch <- prometheus.MustNewConstMetric(c.lastSuccess, prometheus.GaugeValue, float64(s.LastSuccess.UnixNano())/1e9, s.Source)
+		}
 	}
 }
 

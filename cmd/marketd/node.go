@@ -25,6 +25,7 @@ const shutdownBudget = 9 * time.Second
 type node struct {
 	log   zerolog.Logger
 	parts []part
+	urls  map[string]string // listener name → URL, as logged
 }
 
 type part struct {
@@ -73,7 +74,7 @@ func (n *node) close() error {
 			}
 			continue
 		}
-		n.log.Debug().Str("part", p.name).Dur("took", time.Since(start)).Msg("closed")
+		n.log.Debug().Str("part", p.name).Int64("took_ms", time.Since(start).Milliseconds()).Msg("closed")
 	}
 	return first
 }
@@ -86,8 +87,26 @@ func (n *node) listen(name, addr string) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen %s on %s: %w", name, addr, err)
 	}
-	n.log.Info().Str("listener", name).Str("addr", ln.Addr().String()).Msg("listening")
+	u := listenURL(ln.Addr())
+	n.log.Info().Str("listener", name).Str("addr", ln.Addr().String()).Str("url", u).Msg("listening")
+	if n.urls == nil {
+		n.urls = map[string]string{}
+	}
+	n.urls[name] = u
 	return ln, nil
+}
+
+// listenURL is the URL a local client reaches a listener at: a wildcard
+// address (":8080") is reached through localhost.
+func listenURL(a net.Addr) string {
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return "http://" + a.String()
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 // serve runs a blocking serve function in the background and registers

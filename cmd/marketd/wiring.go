@@ -42,6 +42,8 @@ func runNode(ctx context.Context, cfg config.Config, log zerolog.Logger, want pa
 func openAndServe(ctx context.Context, n *node, cfg config.Config, log zerolog.Logger, want parts) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerBuildInfo(reg)
+	pollDuration := newPollDuration(reg)
 	adm := &admin{log: log}
 
 	// 1. NATS: embedded (all) or a client of --nats.
@@ -125,7 +127,7 @@ func openAndServe(ctx context.Context, n *node, cfg config.Config, log zerolog.L
 
 	// 4. Ingest, with its first cycle at start-up.
 	if want.ingest {
-		in, err := newIngest(cfg, js, log)
+		in, err := newIngest(cfg, js, log, func(sum ingest.Summary) { observeCycle(pollDuration, sum) })
 		if err != nil {
 			return err
 		}
@@ -162,13 +164,20 @@ func openAndServe(ctx context.Context, n *node, cfg config.Config, log zerolog.L
 	}
 	as := httpapi.NewAdmin(adm, reg, log.With().Str("part", "admin").Logger())
 	n.serve("admin", func() error { return as.Listen(ln) }, as.Shutdown)
+	ev := log.Info()
+	for _, l := range []struct{ name, key, path string }{{"http", "api", "/v1"}, {"admin", "admin", ""}, {"sim", "sim", ""}} {
+		if u, ok := n.urls[l.name]; ok {
+			ev = ev.Str(l.key, u+l.path)
+		}
+	}
+	ev.Msg("serving")
 
 	<-ctx.Done()
 	log.Info().Msg("shutting down")
 	return nil
 }
 
-func newIngest(cfg config.Config, js jetstream.JetStream, log zerolog.Logger) (*ingest.Ingest, error) {
+func newIngest(cfg config.Config, js jetstream.JetStream, log zerolog.Logger, onCycle func(ingest.Summary)) (*ingest.Ingest, error) {
 	srcs := map[readmodel.Source]ingest.SourceConfig{}
 	for name, s := range cfg.Sources {
 		src, ok := readmodel.ParseSource(name)
@@ -180,7 +189,7 @@ func newIngest(cfg config.Config, js jetstream.JetStream, log zerolog.Logger) (*
 		}
 		srcs[src] = ingest.SourceConfig{BaseURL: s.BaseURL, Interval: s.Interval, Timeout: s.Timeout}
 	}
-	return ingest.New(ingest.Config{Sources: srcs}, bus.NewPublisher(js), log.With().Str("part", "ingest").Logger())
+	return ingest.New(ingest.Config{Sources: srcs, OnCycle: onCycle}, bus.NewPublisher(js), log.With().Str("part", "ingest").Logger())
 }
 
 // admin implements httpapi.Admin over whichever parts this role runs.
