@@ -1,22 +1,27 @@
 # marketd — the two commands of the quick start are `make run` and `make test`.
 GO        ?= go
 BIN       := bin/marketd
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 PKGS      := ./...
 TESTFLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: run test build bench soak reliability vet check-imports fuzz clean
+.PHONY: run test build bench soak reliability vet check-imports fuzz clean e2e
 
 ## run: the whole system in one process (embedded NATS, simulator, ingest, projector, API) with demo data
 run: build
-	./$(BIN) all --log-format console
+	./$(BIN) all --log-format console --http-addr 127.0.0.1:8080
 
 ## build: the one binary
 build:
-	$(GO) build -o $(BIN) ./cmd/marketd
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/marketd
 
 ## test: package arrows, vet, then every test with the race detector
 test: check-imports vet
 	$(GO) test $(TESTFLAGS) $(PKGS)
+
+## e2e: marketd behind nginx, a real browser, a generated TypeScript client (installs nginx, chromium, npm tools)
+e2e:
+	./scripts/e2e
 
 check-imports:
 	./scripts/check-imports
