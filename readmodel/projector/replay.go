@@ -127,7 +127,7 @@ func ReplayWithResult(ctx context.Context, js jetstream.JetStream, dataDir strin
 	if err := swap(live, build); err != nil {
 		return res, err
 	}
-	opts.Log.Info().Int("messages", res.Messages).Int64("rows", res.Rows).Dur("elapsed", res.Elapsed).Str("dir", live).Msg("replay complete")
+	opts.Log.Info().Int("messages", res.Messages).Int64("rows", res.Rows).Int64("elapsed_ms", res.Elapsed.Milliseconds()).Str("dir", live).Msg("replay complete")
 	return res, nil
 }
 
