@@ -314,7 +314,7 @@ func TestStackRejections(t *testing.T) {
 			assert.Equal(t, "no-store", res.header.Get("Cache-Control"))
 			assertCORS(t, res)
 			if res.status == 405 {
-				assert.Equal(t, "GET, OPTIONS", res.header.Get("Allow"))
+				assert.Equal(t, "GET, HEAD, OPTIONS", res.header.Get("Allow"))
 			}
 		})
 	}

@@ -58,7 +58,7 @@ func TestStackRejectionsEndToEnd(t *testing.T) {
 		t.Run(m, func(t *testing.T) {
 			r := do(t, m, e.API+"/v1/collections", nil)
 			assertError(t, r, 405, "bad_request")
-			assert.Equal(t, "GET, OPTIONS", r.Header.Get("Allow"))
+			assert.Equal(t, "GET, HEAD, OPTIONS", r.Header.Get("Allow"))
 		})
 	}
 }
