@@ -40,7 +40,18 @@ type Config struct {
 	AdminAddr string // admin listener (never the public port)
 	SimAddr   string // simulator listener (roles all and sim)
 	DataDir   string // <data-dir>/nats and <data-dir>/badger
-	NatsURL   string // empty: embedded server (all, replay)
+	NatsURL   string // empty: embedded server (all, replay); a comma-separated list names every server of a cluster
+
+	// StreamReplicas is the replica count of the state and sales streams
+	// (1 on one server, 3 on a three-server cluster); an existing stream
+	// with another count is updated to it.
+	StreamReplicas int
+	// IngestLease is the period of the ingest lease: a standby ingest takes
+	// over within about this long of the active one dying.
+	IngestLease time.Duration
+	// NodeID names this process in the ingest lease and /admin/sources;
+	// empty: host name and process id.
+	NodeID string
 
 	PollInterval  time.Duration // default cycle of every source
 	SourceTimeout time.Duration // default per-source timeout
@@ -100,6 +111,8 @@ func Default() Config {
 		CursorTTL:      time.Hour,
 		RowRetention:   10 * time.Minute,
 		ViewsGCShare:   0.25,
+		StreamReplicas: 1,
+		IngestLease:    10 * time.Second,
 		LogLevel:       "info",
 		LogFormat:      "json",
 	}
@@ -196,7 +209,13 @@ func (c *Config) settings() []setting {
 	s, g = str(&c.DataDir)
 	add("data-dir", "data directory (nats/ and badger/ below it)", s, g)
 	s, g = str(&c.NatsURL)
-	add("nats", "NATS server URL; empty runs an embedded server", s, g)
+	add("nats", "NATS server URL, or a comma-separated list of a cluster's servers; empty runs an embedded server", s, g)
+	s, g = integer(&c.StreamReplicas)
+	add("stream-replicas", "replicas of the state and sales streams (3 on a three-server cluster); an existing stream is updated to it", s, g)
+	s, g = dur(&c.IngestLease)
+	add("ingest-lease", "ingest lease period: one ingest polls, standbys take over within about this long of it dying", s, g)
+	s, g = str(&c.NodeID)
+	add("node-id", "this process's name in the ingest lease and /admin/sources (empty: host name and pid)", s, g)
 	s, g = dur(&c.PollInterval)
 	add("poll-interval", "default poll interval of every upstream source", s, g)
 	s, g = dur(&c.SourceTimeout)
@@ -357,8 +376,18 @@ func (c Config) Validate() error {
 	if c.DataDir == "" {
 		return bad("data-dir", "must not be empty")
 	}
-	if c.NatsURL != "" && !strings.Contains(c.NatsURL, "://") {
-		return bad("nats", fmt.Sprintf("%q is not a URL (nats://host:port)", c.NatsURL))
+	if c.NatsURL != "" {
+		for _, u := range strings.Split(c.NatsURL, ",") {
+			if !strings.Contains(u, "://") {
+				return bad("nats", fmt.Sprintf("%q is not a URL (nats://host:port) or a comma-separated list of them", u))
+			}
+		}
+	}
+	if c.StreamReplicas < 1 || c.StreamReplicas > 5 {
+		return bad("stream-replicas", "must be between 1 and 5 (JetStream's limit)")
+	}
+	if c.IngestLease < time.Second {
+		return bad("ingest-lease", "must be at least 1s")
 	}
 	if c.PollInterval < time.Second {
 		return bad("poll-interval", "must be at least 1s")

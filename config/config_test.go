@@ -78,6 +78,12 @@ func TestLoadPrecedence(t *testing.T) {
 			func(t *testing.T, c config.Config) {
 				assert.Equal(t, time.Date(2030, 1, 2, 3, 4, 0, 0, time.UTC), c.SimAnchor.UTC())
 			}},
+		{"a tier's settings", []string{"--nats", "nats://a:4222,nats://b:4222", "--ingest-lease", "5s"}, map[string]string{"MARKETD_STREAM_REPLICAS": "3"},
+			func(t *testing.T, c config.Config) {
+				assert.Equal(t, "nats://a:4222,nats://b:4222", c.NatsURL)
+				assert.Equal(t, 3, c.StreamReplicas)
+				assert.Equal(t, 5*time.Second, c.IngestLease)
+			}},
 		{"replay since", []string{"--since", "2026-11-01T00:00:00Z", "--from-seq", "42"}, nil,
 			func(t *testing.T, c config.Config) {
 				assert.Equal(t, time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), c.ReplaySince.UTC())
@@ -108,6 +114,10 @@ func TestLoadRejectsBadValuesNamingTheSetting(t *testing.T) {
 		{"bad addr", []string{"--http-addr", "8080"}, nil, "http-addr"},
 		{"admin on public port", []string{"--http-addr", ":8080", "--admin-addr", ":8080"}, nil, "admin-addr"},
 		{"bad nats", []string{"--nats", "localhost"}, nil, "nats"},
+		{"bad nats in a list", []string{"--nats", "nats://a:4222,b:4222"}, nil, "nats"},
+		{"no replicas", []string{"--stream-replicas", "0"}, nil, "stream-replicas"},
+		{"too many replicas env", nil, map[string]string{"MARKETD_STREAM_REPLICAS": "7"}, "MARKETD_STREAM_REPLICAS"},
+		{"short lease", []string{"--ingest-lease", "100ms"}, nil, "ingest-lease"},
 		{"bad proxy", []string{"--trusted-proxies", "not-an-ip"}, nil, "trusted-proxies"},
 		{"short cursor key", []string{"--cursor-key", "abc"}, nil, "cursor-key"},
 		{"bad source url", []string{"--source-sales-url", "ftp://x"}, nil, "source-sales-url"},
