@@ -102,6 +102,9 @@ type Config struct {
 	// completed (scheduled or RunCycle), e.g. for metrics. It must not
 	// modify the summary.
 	OnCycle func(Summary)
+	// Lease, when set, lets this process poll only while it holds the
+	// lease (several ingest processes, one active; see Lease).
+	Lease Lease
 }
 
 // Ingest runs ingest cycles. RunCycle, Open, Close and Stats are safe for
@@ -126,7 +129,8 @@ type Ingest struct {
 	// listMemos lets a listings poll skip decoding a collection's rows
 	// the upstream sent byte for byte as before (see listingsMemo).
 	listMemos map[hkey]listingsMemo
-	lastNS    int64 // the last cycle's ID prefix
+	lastNS    int64  // the last cycle's ID prefix
+	term      uint64 // the lease term of the last cycle (see leaseGate)
 
 	stats statsCounter
 
@@ -197,6 +201,9 @@ func New(cfg Config, pub Publisher, log zerolog.Logger) (*Ingest, error) {
 	}
 	if in.cfg.PageLimit <= 0 {
 		in.cfg.PageLimit = DefaultPageLimit
+	}
+	if cfg.Lease != nil {
+		in.pub = &fenced{Publisher: pub, lease: cfg.Lease}
 	}
 	srcs := map[readmodel.Source]SourceConfig{}
 	for _, s := range readmodel.Sources {
@@ -269,6 +276,9 @@ func (in *Ingest) scheduled(srcs []readmodel.Source) {
 	for _, s := range srcs {
 		set[s] = true
 	}
+	if in.leaseGate() != nil {
+		return // a standby: the lease holder polls
+	}
 	sum, err := in.run(in.runCtx, set)
 	in.done(in.runCtx, "schedule", sum, err)
 }
@@ -332,6 +342,9 @@ func (in *Ingest) Close(ctx context.Context) error {
 // failed or ctx ended; then nothing of the cycle is recorded as published
 // and the next cycle publishes it again.
 func (in *Ingest) RunCycle(ctx context.Context) (Summary, error) {
+	if err := in.leaseGate(); err != nil {
+		return Summary{}, err
+	}
 	all := map[readmodel.Source]bool{}
 	for _, s := range readmodel.Sources {
 		all[s] = true

@@ -50,8 +50,8 @@ const (
 
 // DefaultDuplicates is the default duplicate window: the span in which a
 // publish retried after a failed ack is recognised. Message IDs are unique
-// per cycle, so the window only has to cover Publisher's retries (three,
-// 5 s each, sent as soon as an ack fails); a duplicate stored after it
+// per cycle, so the window only has to cover Publisher's retries (for up
+// to retryBudget after a Flush begins); a duplicate stored after it
 // costs nothing but its apply, which is idempotent (a state subject keeps
 // its last message, a sale is indexed once by its SaleKey). The server
 // holds every ID of the window in memory: at 100,000 collections the

@@ -339,6 +339,6 @@ func TestStreamConfigsDocumentedDurability(t *testing.T) {
 	for _, c := range cfgs {
 		assert.Equal(t, 3, c.Replicas)
 		assert.Equal(t, 2*time.Minute, c.Duplicates, "the dedupe window the README documents")
-		assert.Greater(t, c.Duplicates, 3*5*time.Second, "dedupe window above a publish's retries (three, 5 s each)")
+		assert.Greater(t, c.Duplicates, bus.RetryBudget+bus.RetryWait, "dedupe window above a publish's retries")
 	}
 }

@@ -16,9 +16,19 @@ import (
 // outstanding acks before going past it.
 const maxInFlight = 512
 
-// publishRetries is how many times a publish whose ack failed is sent again
-// (with the same Nats-Msg-Id, so the stream stores it at most once).
-const publishRetries = 3
+// A publish whose ack failed is sent again with the same Nats-Msg-Id (so
+// the stream stores it at most once), with a backoff from retryFirst
+// doubling to retryMax, until it is acknowledged, the caller's context
+// ends or retryBudget has passed since the Flush began. On a replicated
+// stream whose leader's server died, acks fail ("no response from
+// stream") until the remaining servers elect a new leader, a few seconds;
+// the budget lets the cycle ride that out and complete.
+const (
+	retryFirst  = 100 * time.Millisecond
+	retryMax    = 2 * time.Second
+	retryBudget = 60 * time.Second
+	retryWait   = 5 * time.Second // one re-sent publish's ack wait
+)
 
 // Publisher publishes messages asynchronously with Nats-Msg-Id = msg.ID.
 // It implements ingest's Publisher interface. It is safe for concurrent use.
@@ -28,6 +38,7 @@ type Publisher struct {
 	pending []pending
 	acked   readmodel.Position
 	err     error
+	retries uint64 // publishes sent again after a failed ack
 }
 
 type pending struct {
@@ -93,6 +104,7 @@ func (p *Publisher) Flush(ctx context.Context) (readmodel.Position, error) {
 }
 
 func (p *Publisher) waitLocked(ctx context.Context) {
+	giveUp := time.Now().Add(retryBudget)
 	for _, pd := range p.pending {
 		var ack *jetstream.PubAck
 		var err error
@@ -103,10 +115,14 @@ func (p *Publisher) waitLocked(ctx context.Context) {
 		case <-ctx.Done():
 			err, resolved = ctx.Err(), false
 		}
-		for i := 0; err != nil && ctx.Err() == nil && i < publishRetries; i++ {
-			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		for backoff := retryFirst; err != nil && ctx.Err() == nil && time.Now().Before(giveUp); backoff = min(2*backoff, retryMax) {
+			p.retries++
+			rctx, cancel := context.WithTimeout(ctx, retryWait)
 			ack, err = p.js.PublishMsg(rctx, pd.msg, jetstream.WithMsgID(pd.msg.Header.Get(jetstream.MsgIDHeader)))
 			cancel()
+			if err != nil {
+				pause(ctx, min(backoff, time.Until(giveUp)))
+			}
 		}
 		if resolved {
 			bufs.Put(pd.buf)
@@ -129,5 +145,25 @@ func (p *Publisher) note(ack *jetstream.PubAck) {
 		p.acked.State = max(p.acked.State, ack.Sequence)
 	case SalesStream:
 		p.acked.Sales = max(p.acked.Sales, ack.Sequence)
+	}
+}
+
+// Retries returns how many publishes were sent again after a failed ack
+// (a leader election, a lost server) over the Publisher's lifetime.
+func (p *Publisher) Retries() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.retries
+}
+
+func pause(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
 	}
 }

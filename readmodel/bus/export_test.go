@@ -1,0 +1,7 @@
+package bus
+
+// Internals the external tests check against.
+const (
+	RetryBudget = retryBudget
+	RetryWait   = retryWait
+)
