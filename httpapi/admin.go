@@ -28,13 +28,22 @@ type Admin interface {
 	Sources(ctx context.Context) (any, error)
 }
 
+// Readiness may be implemented by an Admin that can say why it is not
+// ready; /readyz then answers {"ready":false,"reason":...}.
+type Readiness interface {
+	// Readiness reports whether the node is ready and, when it is not,
+	// why (the bus is unreachable, the projector stalled, the views lag
+	// the streams by more than one cycle, ...).
+	Readiness() (ready bool, reason string)
+}
+
 // AdminServer is the admin listener (DESIGN: 127.0.0.1:8081, never the
 // public port):
 //
 //	GET  /healthz        200 {"ok":true}
-//	GET  /readyz         200 {"ready":true}, or 503 {"ready":false}
+//	GET  /readyz         200 {"ready":true}, or 503 {"ready":false[,"reason":...]}
 //	GET  /metrics        Prometheus text format of the registry
-//	POST /admin/ingest   200 JSON summary of one ingest cycle; 503 on error
+//	POST /admin/ingest   200 JSON summary of one ingest cycle; 503 on error, 504 past its deadline
 //	GET  /admin/sources  200 JSON per-source status; 503 on error
 //	GET  /debug/pprof/   Go runtime profiles (heap, CPU, goroutines), for operators
 //
@@ -57,6 +66,14 @@ func NewAdmin(a Admin, reg *prometheus.Registry, log zerolog.Logger) *AdminServe
 		writeAdminJSON(w, http.StatusOK, map[string]bool{"ok": true})
 	})
 	s.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if rd, ok := a.(Readiness); ok {
+			if ready, reason := rd.Readiness(); !ready {
+				writeAdminJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reason": reason})
+				return
+			}
+			writeAdminJSON(w, http.StatusOK, map[string]bool{"ready": true})
+			return
+		}
 		if a.Ready() {
 			writeAdminJSON(w, http.StatusOK, map[string]bool{"ready": true})
 			return
@@ -100,6 +117,11 @@ func (s *AdminServer) Shutdown(ctx context.Context) error { return s.srv.Shutdow
 
 func (s *AdminServer) answer(w http.ResponseWriter, what string, f func() (any, error)) {
 	v, err := f()
+	if errors.Is(err, context.DeadlineExceeded) {
+		s.log.Warn().Err(err).Str("op", what).Msg("admin request ran out of time")
+		writeAdminJSON(w, http.StatusGatewayTimeout, errorBody{Error: errorObject{Code: "timeout", Message: err.Error()}})
+		return
+	}
 	if err != nil {
 		s.log.Warn().Err(err).Str("op", what).Msg("admin request failed")
 		writeAdminJSON(w, http.StatusServiceUnavailable, errorBody{Error: errorObject{Code: "unavailable", Message: err.Error()}})

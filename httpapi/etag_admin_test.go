@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -158,6 +159,7 @@ func TestAdmin(t *testing.T) {
 		{"not ready", "GET", "/readyz", fakeAdmin{}, 503, `{"ready":false}`},
 		{"ingest", "POST", "/admin/ingest", fakeAdmin{}, 200, `{"published":3}`},
 		{"ingest unavailable", "POST", "/admin/ingest", fakeAdmin{ingest: errors.New("role has no ingest")}, 503, `"role has no ingest"`},
+		{"ingest past its deadline", "POST", "/admin/ingest", fakeAdmin{ingest: fmt.Errorf("wait for projection: %w", context.DeadlineExceeded)}, 504, `"timeout"`},
 		{"ingest needs POST", "GET", "/admin/ingest", fakeAdmin{}, 405, ``},
 		{"sources", "GET", "/admin/sources", fakeAdmin{}, 200, `"order-book"`},
 		{"sources failing", "GET", "/admin/sources", fakeAdmin{sources: errors.New("x")}, 503, `"error"`},
@@ -172,6 +174,37 @@ func TestAdmin(t *testing.T) {
 			assert.Equal(t, tc.status, rec.Code)
 			b, _ := io.ReadAll(rec.Body)
 			assert.Contains(t, string(b), tc.body)
+		})
+	}
+}
+
+// reasonedAdmin is an Admin that says why it is not ready.
+type reasonedAdmin struct {
+	fakeAdmin
+	reason string
+}
+
+func (a *reasonedAdmin) Readiness() (bool, string) { return a.reason == "", a.reason }
+
+func TestReadyzSaysWhy(t *testing.T) {
+	tests := []struct {
+		name   string
+		reason string
+		status int
+		body   string
+	}{
+		{"ready", "", 200, `{"ready":true}`},
+		{"bus unreachable", "bus unreachable: nats: no servers available", 503, `{"ready":false,"reason":"bus unreachable: nats: no servers available"}`},
+		{"behind", "behind the streams by more than one cycle", 503, `"reason":"behind the streams by more than one cycle"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := NewAdmin(&reasonedAdmin{reason: tc.reason}, nil, zerolog.Nop())
+			rec := httptest.NewRecorder()
+			srv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+			assert.Equal(t, tc.status, rec.Code)
+			assert.Contains(t, rec.Body.String(), tc.body)
+			assert.Equal(t, "no-store", rec.Header().Get("Cache-Control"))
 		})
 	}
 }
