@@ -56,18 +56,19 @@ func openAndServe(ctx context.Context, n *node, cfg config.Config, log zerolog.L
 		n.add("nats-server", emb.Close)
 		url = emb.ClientURL()
 	}
-	nc, err := nats.Connect(url, nats.Name("marketd"), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
+	nc, err := connectNATS(url, "marketd", log)
 	if err != nil {
-		return fmt.Errorf("connect to NATS at %s: %w", url, err)
+		return err
 	}
 	n.add("nats-conn", func(ctx context.Context) error { return nc.Drain() })
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(publishAckWait))
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
-	if err := bus.EnsureStreams(ctx, js, bus.StreamOptions{}); err != nil {
+	if err := reconcileStreams(ctx, js, cfg.StreamReplicas, log); err != nil {
 		return fmt.Errorf("ensure streams: %w", err)
 	}
+	adm.nc, adm.js, adm.cycleDeadline = nc, js, cycleDeadline(cfg)
 
 	// 2. Badger views, the public API on top of them, and the projector.
 	var proj *projector.Projector
@@ -127,7 +128,17 @@ func openAndServe(ctx context.Context, n *node, cfg config.Config, log zerolog.L
 
 	// 4. Ingest, with its first cycle at start-up.
 	if want.ingest {
-		in, err := newIngest(cfg, js, log, func(sum ingest.Summary) { observeCycle(pollDuration, sum) })
+		// Several `marketd ingest` may run on a tier: a lease picks the one
+		// that polls. `all` runs alone on its embedded server.
+		var lease *bus.Lease
+		leaseChanged := make(chan struct{}, 1)
+		if !want.embedded {
+			if lease, err = openLease(ctx, n, js, cfg, log, leaseChanged); err != nil {
+				return err
+			}
+			adm.lease = lease
+		}
+		in, err := newIngest(cfg, js, lease, log, func(sum ingest.Summary) { observeCycle(pollDuration, sum) })
 		if err != nil {
 			return err
 		}
@@ -138,23 +149,34 @@ func openAndServe(ctx context.Context, n *node, cfg config.Config, log zerolog.L
 		adm.ingest = in
 		registerIngestMetrics(reg, in)
 		first := make(chan struct{})
-		n.add("first-cycle", func(context.Context) error { <-first; return nil })
-		go func() {
-			defer close(first)
-			if _, err := adm.RunIngest(ctx); err != nil {
-				if ctx.Err() == nil {
-					log.Error().Err(err).Msg("first ingest cycle failed; the schedule will retry")
+		if lease != nil {
+			registerLeaseMetrics(reg, adm, nodeID(cfg))
+			n.add("first-cycle", func(context.Context) error { <-first; return nil })
+			go func() { defer close(first); adm.lead(ctx, lease, leaseChanged) }()
+		} else {
+			n.add("first-cycle", func(context.Context) error { <-first; return nil })
+			go func() {
+				defer close(first)
+				if _, err := adm.RunIngest(ctx); err != nil {
+					if ctx.Err() == nil {
+						log.Error().Err(err).Msg("first ingest cycle failed; the schedule will retry")
+					}
+					return // a shutdown cut the first cycle short: not ready
 				}
-				return // a shutdown cut the first cycle short: not ready
-			}
-			adm.ready.Store(true)
-			log.Info().Msg("first cycle projected; ready")
-		}()
+				adm.ready.Store(true)
+				log.Info().Msg("first cycle projected; ready")
+			}()
+		}
 	} else if proj != nil {
 		go adm.readyWhenCaughtUp(ctx, proj)
 	}
 	if proj != nil {
 		registerProjectorMetrics(reg, proj, js)
+		adm.mon = newLagMonitor(proj, js, cfg.PollInterval)
+		go adm.mon.run(ctx)
+		if !want.ingest {
+			registerLeaseMetrics(reg, adm, nodeID(cfg))
+		}
 	}
 
 	// 5. The admin listener.
@@ -177,7 +199,7 @@ func openAndServe(ctx context.Context, n *node, cfg config.Config, log zerolog.L
 	return nil
 }
 
-func newIngest(cfg config.Config, js jetstream.JetStream, log zerolog.Logger, onCycle func(ingest.Summary)) (*ingest.Ingest, error) {
+func newIngest(cfg config.Config, js jetstream.JetStream, lease *bus.Lease, log zerolog.Logger, onCycle func(ingest.Summary)) (*ingest.Ingest, error) {
 	srcs := map[readmodel.Source]ingest.SourceConfig{}
 	for name, s := range cfg.Sources {
 		src, ok := readmodel.ParseSource(name)
@@ -189,7 +211,11 @@ func newIngest(cfg config.Config, js jetstream.JetStream, log zerolog.Logger, on
 		}
 		srcs[src] = ingest.SourceConfig{BaseURL: s.BaseURL, Interval: s.Interval, Timeout: s.Timeout}
 	}
-	return ingest.New(ingest.Config{Sources: srcs, OnCycle: onCycle}, bus.NewPublisher(js), log.With().Str("part", "ingest").Logger())
+	icfg := ingest.Config{Sources: srcs, OnCycle: onCycle}
+	if lease != nil {
+		icfg.Lease = lease
+	}
+	return ingest.New(icfg, bus.NewPublisher(js), log.With().Str("part", "ingest").Logger())
 }
 
 // admin implements httpapi.Admin over whichever parts this role runs.
@@ -198,18 +224,32 @@ type admin struct {
 	ready  atomic.Bool
 	ingest *ingest.Ingest       // nil in role serve
 	proj   *projector.Projector // nil in role ingest
+
+	nc            *nats.Conn
+	js            jetstream.JetStream
+	lease         *bus.Lease  // nil unless role ingest
+	mon           *lagMonitor // nil in role ingest
+	cycleDeadline time.Duration
 }
 
 // Ready reports whether the node serves current data: the first ingest
 // cycle is projected (all), or the projector caught up with the streams
 // (serve), or the first cycle is published (ingest).
-func (a *admin) Ready() bool { return a.ready.Load() }
+func (a *admin) Ready() bool { ok, _ := a.Readiness(); return ok }
 
 // RunIngest runs one full ingest cycle now and returns its summary once the
 // projector (if this role has one) has applied everything it published.
 func (a *admin) RunIngest(ctx context.Context) (any, error) {
 	if a.ingest == nil {
 		return nil, errors.New("this role runs no ingest")
+	}
+	if a.cycleDeadline > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, a.cycleDeadline)
+		defer cancel()
+	}
+	if a.lease != nil && !a.lease.Held() {
+		return nil, fmt.Errorf("standby: the ingest lease is held by %q; run the cycle there", a.lease.State().Holder)
 	}
 	sum, err := a.ingest.RunCycle(ctx)
 	if err != nil {
@@ -223,12 +263,30 @@ func (a *admin) RunIngest(ctx context.Context) (any, error) {
 	return sum, nil
 }
 
-// Sources reports per-source poll status as ingest last saw it.
+// Sources reports per-source poll status: as this node's ingest last saw
+// it when it holds the lease (or runs alone), else from the poll statuses
+// in its views (a serve node, or a standby ingest that has none: then the
+// answer names the holder), and who holds the ingest lease.
 func (a *admin) Sources(ctx context.Context) (any, error) {
-	if a.ingest == nil {
-		return nil, errors.New("this role runs no ingest")
+	ctx, cancel := context.WithTimeout(ctx, sourcesDeadline)
+	defer cancel()
+	out := map[string]any{}
+	if l, err := a.leaseState(ctx); err == nil && l != nil {
+		out["lease"] = l
 	}
-	return map[string]any{"sources": a.ingest.Sources()}, nil
+	switch {
+	case a.ingest != nil && !a.ingest.Standby():
+		out["sources"] = a.ingest.Sources()
+	case a.proj != nil:
+		srcs, err := sourcesFromViews(ctx, a.proj)
+		if err != nil {
+			return nil, fmt.Errorf("poll statuses from the views: %w", err)
+		}
+		out["sources"] = srcs
+	default:
+		out["sources"] = a.ingest.Sources() // a standby: its own last polls, if any
+	}
+	return out, nil
 }
 
 func (a *admin) readyWhenCaughtUp(ctx context.Context, p *projector.Projector) {
