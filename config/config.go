@@ -125,6 +125,9 @@ func Default() Config {
 // envName turns a flag name into its variable: poll-interval →
 // MARKETD_POLL_INTERVAL.
 func envName(flagName string) string {
+	if flagName == "nats" {
+		return "MARKETD_NATS_URL" // DESIGN's fixed name, older than the rule
+	}
 	return "MARKETD_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 

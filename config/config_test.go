@@ -78,7 +78,7 @@ func TestLoadPrecedence(t *testing.T) {
 			func(t *testing.T, c config.Config) {
 				assert.Equal(t, time.Date(2030, 1, 2, 3, 4, 0, 0, time.UTC), c.SimAnchor.UTC())
 			}},
-		{"a tier's settings", []string{"--nats", "nats://a:4222,nats://b:4222", "--ingest-lease", "5s"}, map[string]string{"MARKETD_STREAM_REPLICAS": "3"},
+		{"a tier's settings", []string{"--ingest-lease", "5s"}, map[string]string{"MARKETD_STREAM_REPLICAS": "3", "MARKETD_NATS_URL": "nats://a:4222,nats://b:4222"},
 			func(t *testing.T, c config.Config) {
 				assert.Equal(t, "nats://a:4222,nats://b:4222", c.NatsURL)
 				assert.Equal(t, 3, c.StreamReplicas)

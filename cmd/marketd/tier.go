@@ -238,8 +238,12 @@ func (m *lagMonitor) sample(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	heads, err := bus.Heads(cctx, m.js)
 	cancel()
-	applied := m.p.Applied()
-	now := m.now()
+	m.record(m.now(), heads, m.p.Applied(), err)
+}
+
+// record notes one sample: the streams' heads (or why they could not be
+// read) and the applied position at now.
+func (m *lagMonitor) record(now time.Time, heads, applied readmodel.Position, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if applied != m.applied {
