@@ -152,7 +152,7 @@ func (p *Projector) Open(ctx context.Context) error {
 		return err
 	}
 	for i := range p.iters {
-		if err := p.startIter(i); err != nil {
+		if err := p.startIter(ctx, i); err != nil {
 			p.stopIters()
 			return err
 		}
@@ -325,9 +325,10 @@ func (p *Projector) heads(ctx context.Context) (readmodel.Position, error) {
 }
 
 // startIter (re)creates stream i's ordered consumer after the applied
-// position.
-func (p *Projector) startIter(i int) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+// position. It holds applyMu, so ctx must end with the loop: with the bus
+// unreachable it would otherwise hold Close up for its whole timeout.
+func (p *Projector) startIter(ctx context.Context, i int) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}
 	if seq := p.pos[i].Seq; seq > 0 {
@@ -438,7 +439,7 @@ func (p *Projector) restart(ctx context.Context, i int) error {
 	if ctx.Err() != nil || p.iters[i] != nil {
 		return nil
 	}
-	return p.startIter(i)
+	return p.startIter(ctx, i)
 }
 
 func sleep(ctx context.Context, d time.Duration) {
@@ -893,7 +894,7 @@ func (p *Projector) drain(ctx context.Context, i int, head uint64, progress func
 				return n, err
 			}
 			p.applyMu.Lock()
-			err := p.startIter(i)
+			err := p.startIter(ctx, i)
 			it = p.iters[i]
 			p.applyMu.Unlock()
 			if err != nil {
