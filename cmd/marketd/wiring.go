@@ -273,6 +273,9 @@ func (a *admin) Sources(ctx context.Context) (any, error) {
 	out := map[string]any{}
 	if l, err := a.leaseState(ctx); err == nil && l != nil {
 		out["lease"] = l
+		if a.lease == nil { // not taking part: only what the bucket says
+			out["lease"] = map[string]any{"holder": l.Holder, "revision": l.Revision}
+		}
 	}
 	switch {
 	case a.ingest != nil && !a.ingest.Standby():
