@@ -139,14 +139,14 @@ func (a *admin) lead(ctx context.Context, lease *bus.Lease, changed <-chan struc
 	var term uint64
 	for {
 		if lease.Held() && lease.Term() != term {
-			term = lease.Term()
-			start := time.Now()
+			start, t := time.Now(), lease.Term()
 			if _, err := a.RunIngest(ctx); err != nil {
 				if ctx.Err() != nil {
 					return
 				}
-				a.log.Error().Err(err).Msg("first cycle of this lease term failed; the schedule will retry")
+				a.log.Error().Err(err).Msg("first cycle of this lease term failed; retrying")
 			} else {
+				term = t // a failed first cycle is retried, or the node would never turn ready
 				a.ready.Store(true)
 				a.log.Info().Dur("took", time.Since(start)).Msg("first cycle of this lease term published; ready")
 			}
