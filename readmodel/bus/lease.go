@@ -52,12 +52,15 @@ type LeaseState struct {
 // revision it wrote last (kv.Update). A standby takes the key over when
 // it is gone (the bucket's TTL, one Period after the last renewal, or the
 // holder released it on shutdown: kv.Create), or when it has seen the
-// same revision for a whole Period (a holder that stopped renewing:
-// kv.Update on that revision, so of two standbys exactly one wins).
+// same revision for 7/10 of a Period (a holder that stopped renewing:
+// kv.Update on that revision, so of two standbys exactly one wins). With
+// a standby looking every Period/10, a holder that dies is replaced at
+// most 9/10 of a Period after its last renewal: within one Period of
+// dying.
 //
 // Fencing: the holder counts itself holder only until the time it sent
-// its last successful renewal plus Period*4/5. A standby counts its
-// Period from when it first saw that renewal's revision, which is after
+// its last successful renewal plus Period*3/5. A standby counts its
+// 7/10 from when it first saw that renewal's revision, which is after
 // it was written, so the old holder stops (Held turns false, and ingest
 // refuses to publish) before any standby can take over, without relying
 // on synchronized clocks. Check adds a read of the key before each
@@ -106,6 +109,16 @@ func OpenLease(ctx context.Context, js jetstream.JetStream, opts LeaseOptions) (
 	}
 	return &Lease{kv: kv, holder: []byte(opts.Holder), period: opts.Period, now: opts.Now, onChange: opts.OnChange}, nil
 }
+
+// holdSpan is how long after sending its last successful renewal the
+// holder counts itself holder: 3/5 of a Period.
+func (l *Lease) holdSpan() time.Duration { return l.period * 3 / 5 }
+
+// takeoverSpan is how long a standby must see one revision unchanged
+// before it takes the key over: 7/10 of a Period. The tenth between the
+// two spans is the fence; a standby's looks every Period/10 put a dead
+// holder's replacement at most 9/10 of a Period after its last renewal.
+func (l *Lease) takeoverSpan() time.Duration { return l.period * 7 / 10 }
 
 // Period is the lease period.
 func (l *Lease) Period() time.Duration { return l.period }
@@ -239,7 +252,7 @@ func (l *Lease) won(sent time.Time, rev uint64, acquired bool) {
 	if acquired || !wasHeld {
 		l.term++
 	}
-	l.rev, l.validUntil = rev, sent.Add(l.period*4/5)
+	l.rev, l.validUntil = rev, sent.Add(l.holdSpan())
 	l.seen = LeaseState{Holder: string(l.holder), Revision: rev}
 	l.seenSince = l.now()
 	s := l.stateLocked()
@@ -266,12 +279,12 @@ func (l *Lease) lost(rev uint64, holder string) {
 }
 
 // stale records the key as seen by a standby and reports whether its
-// revision has not moved for a whole Period.
+// revision has not moved for takeoverSpan.
 func (l *Lease) stale(rev uint64, holder string) bool {
 	l.lost(rev, holder)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.now().Sub(l.seenSince) >= l.period
+	return l.now().Sub(l.seenSince) >= l.takeoverSpan()
 }
 
 func (l *Lease) expireIfHeld() {

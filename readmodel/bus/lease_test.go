@@ -95,6 +95,7 @@ func TestLeaseOneHolderAtATime(t *testing.T) {
 				c.Step(ctx)
 				handover = step + period/10
 			}
+			assert.LessOrEqual(t, handover, period, "a dead holder is replaced within one lease period")
 			assert.False(t, a.Held(), "the old holder stopped before the new one started")
 			assert.NotEqual(t, b.Held(), c.Held(), "exactly one standby won")
 			assert.Error(t, a.Check(ctx), "the fence reads the new holder")
