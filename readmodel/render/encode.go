@@ -3,6 +3,7 @@ package render
 import (
 	"math"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/marketd/marketd/readmodel"
@@ -126,30 +127,54 @@ func appendAsset(b []byte, c readmodel.Chain, contract, tokenID, mint *string, c
 	return appendJSONString(b, collectionID)
 }
 
+// appendItem appends item it as JSON, its fields as MarketItem.Fields
+// lists them. ok is false when its price cannot be written.
 func appendItem(b []byte, it *readmodel.MarketItem) ([]byte, bool) {
-	b = appendAsset(b, it.Chain, it.ContractAddress, it.TokenID, it.Mint, it.CollectionID)
-	b = append(b, `,"price":`...)
-	b, ok := appendPrice(b, &it.Price)
-	if !ok {
-		return b, false
+	e := itemEncoders.Get().(*itemEncoder)
+	e.b, e.ok, e.first = append(b, '{'), true, true
+	it.Fields(e)
+	b, ok := append(e.b, '}'), e.ok
+	*e = itemEncoder{}
+	itemEncoders.Put(e)
+	return b, ok
+}
+
+// itemEncoders pool the encoders: handed to Fields as an interface, an
+// encoder would otherwise be allocated per item.
+var itemEncoders = sync.Pool{New: func() any { return new(itemEncoder) }}
+
+// itemEncoder writes a MarketItem's fields (readmodel.ItemVisitor).
+type itemEncoder struct {
+	b         []byte
+	ok, first bool
+}
+
+func (e *itemEncoder) key(name string) {
+	if e.first {
+		e.first = false
+	} else {
+		e.b = append(e.b, ',')
 	}
-	b = append(b, `,"seller":`...)
-	b = appendStrPtr(b, it.Seller)
-	b = append(b, `,"buyer":`...)
-	b = appendStrPtr(b, it.Buyer)
-	b = append(b, `,"marketplace":`...)
-	b = appendJSONString(b, it.Marketplace)
-	b = append(b, `,"status":`...)
-	b = appendJSONString(b, string(it.Status))
-	b = append(b, `,"expiresAt":`...)
-	b = appendStrPtr(b, it.ExpiresAt)
-	b = append(b, `,"timestamp":`...)
-	b = appendJSONString(b, it.Timestamp)
-	b = append(b, `,"orderId":`...)
-	b = appendStrPtr(b, it.OrderID)
-	b = append(b, `,"tx":`...)
-	b = appendStrPtr(b, it.Tx)
-	return append(b, '}'), true
+	e.b = append(e.b, '"')
+	e.b = append(e.b, name...)
+	e.b = append(e.b, '"', ':')
+}
+
+func (e *itemEncoder) Str(name, v string) {
+	e.key(name)
+	e.b = appendJSONString(e.b, v)
+}
+
+func (e *itemEncoder) StrPtr(name string, v *string) {
+	e.key(name)
+	e.b = appendStrPtr(e.b, v)
+}
+
+func (e *itemEncoder) Price(name string, p readmodel.Price) {
+	e.key(name)
+	if e.ok {
+		e.b, e.ok = appendPrice(e.b, &p)
+	}
 }
 
 func (d *tokenDetail) appendJSON(b []byte) ([]byte, bool) {

@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -50,4 +51,22 @@ func FuzzAppendersMatchEncodingJSON(f *testing.F) {
 			LastSale: &lastSale{Price: readmodel.Price{Raw: s2, Decimal: -x}}}
 		require.Equal(t, string(stdOrNull(d)), string(MarshalItem(d)))
 	})
+}
+
+// BenchmarkMarshalListingItem is one listing item rendered as the
+// projector renders every row of a snapshot.
+func BenchmarkMarshalListingItem(b *testing.B) {
+	exp := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	r := readmodel.ListingRow{Chain: readmodel.Ethereum, ContractAddress: "0x8c995e126d179f00d3423c40045c2e2d614cd083",
+		TokenID: "85", CollectionID: "ethereum_0x8c995e126d179f00d3423c40045c2e2d614cd083", PriceRaw: "1250000000000000000",
+		Seller: "0x1111111111111111111111111111111111111111", Marketplace: readmodel.MarketplaceNative,
+		Status: readmodel.StatusActive, ExpiresAt: &exp, Timestamp: exp.Add(-time.Hour), OrderID: "o-1"}
+	it, ok := ListingItem(&r, nil, exp)
+	if !ok {
+		b.Fatal("price")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = MarshalItem(it)
+	}
 }

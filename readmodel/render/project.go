@@ -54,34 +54,7 @@ func ListingItem(r *readmodel.ListingRow, usd *float64, observedAt time.Time) (r
 	if !ok {
 		return readmodel.MarketItem{}, false
 	}
-	it := readmodel.MarketItem{
-		Chain:        r.Chain,
-		CollectionID: r.CollectionID,
-		Price:        p,
-		Seller:       StrPtr(r.Seller),
-		Marketplace:  r.Marketplace,
-		Status:       r.Status,
-		OrderID:      StrPtr(r.OrderID),
-	}
-	if r.Chain == readmodel.Solana {
-		it.Mint = StrPtr(r.Mint)
-		if r.Native() {
-			it.Tx = StrPtr(r.Tx) // the escrow transfer signature
-		}
-	} else {
-		it.ContractAddress = StrPtr(r.ContractAddress)
-		it.TokenID = StrPtr(r.TokenID)
-	}
-	if r.ExpiresAt != nil {
-		s := readmodel.FormatTime(*r.ExpiresAt)
-		it.ExpiresAt = &s
-	}
-	ts := r.Timestamp
-	if ts.IsZero() {
-		ts = observedAt
-	}
-	it.Timestamp = readmodel.FormatTime(ts)
-	return it, true
+	return r.Item(p, observedAt), true
 }
 
 // SaleItem renders a sale row as a MarketItem. ok is false when the sale's
@@ -91,29 +64,7 @@ func SaleItem(s *readmodel.SaleRow, usd *float64) (readmodel.MarketItem, bool) {
 	if !ok {
 		return readmodel.MarketItem{}, false
 	}
-	st := s.Status
-	if st == "" {
-		st = readmodel.StatusSold
-	}
-	it := readmodel.MarketItem{
-		Chain:        s.Chain,
-		CollectionID: s.CollectionID,
-		Price:        p,
-		Seller:       StrPtr(s.Seller),
-		Buyer:        StrPtr(s.Buyer),
-		Marketplace:  s.Marketplace,
-		Status:       st,
-		Timestamp:    readmodel.FormatTime(s.Timestamp),
-		OrderID:      StrPtr(s.OrderID),
-		Tx:           StrPtr(s.Tx),
-	}
-	if s.Chain == readmodel.Solana {
-		it.Mint = StrPtr(s.Mint)
-	} else {
-		it.ContractAddress = StrPtr(s.ContractAddress)
-		it.TokenID = StrPtr(s.TokenID)
-	}
-	return it, true
+	return s.Item(p), true
 }
 
 // MarshalItem encodes v as compact JSON, as encoding/json does. Every value

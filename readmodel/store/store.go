@@ -281,7 +281,8 @@ const maxValueThreshold = 1 << 20
 // Schema is the layout of the stored views and inputs. A store written
 // with another schema (or before schemas were recorded) is emptied at
 // Open: the projector then rebuilds it from the start of the streams.
-// Bump it whenever stored bytes change meaning.
+// Bump it whenever stored bytes change meaning; a field added to or
+// moved in a row's field list changes the recorded schema by itself.
 //
 //	2: bodies carry USD slots (render.TemplateUSD) instead of usd values
 //	3: a token view's deadline is stored with it (no i/dt/ keys)
@@ -296,12 +297,17 @@ const maxValueThreshold = 1 << 20
 //	   order-book rows, and the store renders the view on read
 const Schema = "10"
 
+// schema is what the store records: Schema and a fingerprint of the token
+// record's field lists (readmodel.TokenDoc's and ListingRow's Fields), so
+// a field added to a row rebuilds older stores without a manual bump.
+var schema = Schema + "+" + recordFieldsFingerprint()
+
 func (s *Store) checkSchema() error {
 	cur, ok, err := s.get(kSchema)
 	if err != nil {
 		return err
 	}
-	if ok && string(cur) == Schema {
+	if ok && string(cur) == schema {
 		return nil
 	}
 	empty := true
@@ -324,7 +330,7 @@ func (s *Store) checkSchema() error {
 }
 
 func (s *Store) recordSchema() error {
-	return s.db.Update(func(txn *badger.Txn) error { return txn.Set(kSchema, []byte(Schema)) })
+	return s.db.Update(func(txn *badger.Txn) error { return txn.Set(kSchema, []byte(schema)) })
 }
 
 // RecoverSwap completes or cleans up an interrupted replay swap around dir:

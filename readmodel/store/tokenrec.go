@@ -3,7 +3,9 @@ package store
 import (
 	"encoding/binary"
 	"errors"
+	"hash/fnv"
 	"math"
+	"strconv"
 	"sync"
 	"time"
 
@@ -409,4 +411,31 @@ func (r *recReader) bool() bool {
 	}
 	r.fail()
 	return false
+}
+
+// recordFieldsFingerprint is a hash of the names and kinds of the fields a
+// token record walks, in their order (see schema).
+func recordFieldsFingerprint() string {
+	var f fieldNames
+	var d readmodel.TokenDoc
+	d.Overlay = new(readmodel.ListingRow)
+	d.Fields(&f)
+	h := fnv.New64a()
+	h.Write(f.b)
+	return strconv.FormatUint(h.Sum64(), 16)
+}
+
+// fieldNames lists the fields it is handed (readmodel.FieldVisitor).
+type fieldNames struct{ b []byte }
+
+func (f *fieldNames) add(kind, name string) { f.b = append(append(append(f.b, kind...), name...), ';') }
+
+func (f *fieldNames) Str(name string, _ *string)         { f.add("s:", name) }
+func (f *fieldNames) Bool(name string, _ *bool)          { f.add("b:", name) }
+func (f *fieldNames) Int64Ptr(name string, _ **int64)    { f.add("i:", name) }
+func (f *fieldNames) Time(name string, _ *time.Time)     { f.add("t:", name) }
+func (f *fieldNames) TimePtr(name string, _ **time.Time) { f.add("T:", name) }
+func (f *fieldNames) Listing(name string, p **readmodel.ListingRow) {
+	f.add("l:", name)
+	(*p).Fields(f)
 }
