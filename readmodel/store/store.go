@@ -69,11 +69,6 @@ type Options struct {
 	// ValueLogFileSize is the size of one value-log file, the unit GC
 	// rewrites; 0 means 128 MiB.
 	ValueLogFileSize int64
-	// ValueThreshold is the size above which Badger keeps a value in its
-	// value log instead of the LSM tree; 0 means every value stays in the
-	// tree (Badger's largest threshold, 1 MiB, capped for small
-	// memtables).
-	ValueThreshold int64
 	// Now is the clock token views are rendered by; nil means time.Now.
 	Now func() time.Time
 }
@@ -141,11 +136,6 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.ValueThreshold <= 0 {
-		// Badger refuses a threshold above its largest batch (15% of a
-		// memtable).
-		opts.ValueThreshold = min(maxValueThreshold, opts.MemTableSize*15/100/2)
-	}
 	if err := RecoverSwap(dir); err != nil {
 		return nil, err
 	}
@@ -165,16 +155,13 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		WithMemTableSize(opts.MemTableSize).
 		WithNumMemtables(2).
 		WithValueLogFileSize(opts.ValueLogFileSize).
-		// Every value lives in the LSM tree, compressed (below), and the
-		// value log stays empty. With values over 64 bytes in the value
-		// log, a node at 10,000 collections x 100 tokens held 2.2 GB of
-		// value log after two steps (about 2,100 bytes per token, most of
-		// it views rewritten since, which the value-log GC reclaims only
-		// once half of a 128 MiB file is garbage), and a process that
-		// wrote it kept the written files mapped: a replay's peak RSS was
-		// 2 GiB. In the tree, a rewritten view's old version goes at its
-		// next compaction, and JSON compresses several-fold.
-		WithValueThreshold(opts.ValueThreshold).
+		// Nearly every value (views, inputs) lives in the value log; the
+		// LSM tree holds keys and value pointers. Compaction then moves
+		// little data: at 10,000 collections × 100 tokens a replay took
+		// 85 s and 123 CPU-s instead of 264 s and 480 CPU-s with a 1 KiB
+		// threshold, where compaction and its msyncs were half the CPU.
+		// The garbage rewrites leave in the log is collected by gcLoop.
+		WithValueThreshold(64).
 		// Fewer, larger levels and tables. With Badger's 10 MiB base level
 		// the 2.2 GiB tree of 100,000 collections x 100 tokens had four
 		// levels below L0, so every flush cascaded through three merges
@@ -187,13 +174,12 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		WithNumCompactors(2).
 		WithBlockCacheSize(32 << 20).
 		WithIndexCacheSize(16 << 20).
-		// Snappy blocks: the values are JSON and small binary records, and
-		// with them in the tree (above) compression decides the size of
-		// the store and of what compaction rewrites. ZSTD (level 1) made
-		// the store a quarter smaller still, but its block encoding was a
-		// fifth of a replay's CPU: replaying the medium market took 108
-		// CPU-s with it, 81 with Snappy.
-		WithCompression(options.Snappy).
+		// Uncompressed: views are rebuildable and mostly unique JSON; block
+		// compression cost CPU and held decompression buffers (turning it
+		// off, together with five 16 MiB memtables instead of Badger's five
+		// of 64 MiB, more than halved the Go heap at 2,000 collections ×
+		// 100 tokens; the memtables are now two of 64 MiB, above).
+		WithCompression(options.None).
 		WithDetectConflicts(false) // one writer: the projector
 	db, err := badger.Open(bo)
 	if err != nil {
@@ -273,10 +259,6 @@ func gcPause(took time.Duration, share float64) time.Duration {
 	}
 	return time.Duration(float64(took) * (1 - share) / share)
 }
-
-// maxValueThreshold is Badger's largest value threshold: values up to it
-// stay in the LSM tree.
-const maxValueThreshold = 1 << 20
 
 // Schema is the layout of the stored views and inputs. A store written
 // with another schema (or before schemas were recorded) is emptied at

@@ -197,7 +197,7 @@ func TestOpenRebuildsAnOlderSchema(t *testing.T) {
 func TestGarbageCollectionReclaimsRewrittenViews(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := Open(ctx, dir, Options{ValueLogFileSize: 1 << 20, MemTableSize: 256 << 10, GCInterval: -1, ValueThreshold: 64})
+	s, err := Open(ctx, dir, Options{ValueLogFileSize: 1 << 20, MemTableSize: 256 << 10, GCInterval: -1})
 	require.NoError(t, err)
 	defer func() { _ = s.Close(ctx) }()
 	vlogBytes := func() int64 {
