@@ -96,14 +96,28 @@ func OpenLease(ctx context.Context, js jetstream.JetStream, opts LeaseOptions) (
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	cfg := jetstream.KeyValueConfig{
 		Bucket:      LeaseBucket,
 		Description: "marketd ingest lease: the key names the ingest that polls",
 		TTL:         opts.Period,
 		History:     1,
 		Storage:     jetstream.FileStorage,
 		Replicas:    opts.Replicas,
-	})
+	}
+	// A cluster that is still electing the bucket's leader (all servers
+	// just restarted) answers nothing for a few seconds: retry as a
+	// publish does (publisher.go) instead of failing the node's start.
+	var (
+		kv     jetstream.KeyValue
+		err    error
+		giveUp = time.Now().Add(retryBudget)
+	)
+	for backoff := retryFirst; ; backoff = min(2*backoff, retryMax) {
+		if kv, err = js.CreateOrUpdateKeyValue(ctx, cfg); err == nil || ctx.Err() != nil || !time.Now().Before(giveUp) {
+			break
+		}
+		pause(ctx, min(backoff, time.Until(giveUp)))
+	}
 	if err != nil {
 		return nil, readmodel.Wrap(readmodel.UpstreamError, err, "lease bucket: "+err.Error())
 	}
