@@ -34,8 +34,9 @@ type CollectionStats struct {
 	Owners        *float64         `json:"owners"`
 }
 
-// CollectionSummary is an item of GET /v1/collections.
-type CollectionSummary struct {
+// CollectionIdentity is what a collection's summary and detail share: its
+// identity and presentation fields (SPEC §2).
+type CollectionIdentity struct {
 	ID              string           `json:"id"`
 	Chain           *readmodel.Chain `json:"chain"`
 	ContractAddress *string          `json:"contractAddress"`
@@ -46,7 +47,12 @@ type CollectionSummary struct {
 	Description     *string          `json:"description"`
 	TokenStandard   *string          `json:"tokenStandard"`
 	RoyaltyBps      *float64         `json:"royaltyBps"`
-	Stats           CollectionStats  `json:"stats"`
+}
+
+// CollectionSummary is an item of GET /v1/collections.
+type CollectionSummary struct {
+	CollectionIdentity
+	Stats CollectionStats `json:"stats"`
 }
 
 // Windows are all-time, seven-day and 24-hour figures; nil is unknown.
@@ -68,18 +74,9 @@ type DetailStats struct {
 
 // CollectionDetail is GET /v1/collections/{id}.
 type CollectionDetail struct {
-	ID              string           `json:"id"`
-	Chain           *readmodel.Chain `json:"chain"`
-	ContractAddress *string          `json:"contractAddress"`
-	Name            string           `json:"name"`
-	Slug            *string          `json:"slug"`
-	Image           *string          `json:"image"`
-	Banner          *string          `json:"banner"`
-	Description     *string          `json:"description"`
-	TokenStandard   *string          `json:"tokenStandard"`
-	RoyaltyBps      *float64         `json:"royaltyBps"`
-	Stats           DetailStats      `json:"stats"`
-	Stale           bool             `json:"stale"`
+	CollectionIdentity
+	Stats DetailStats `json:"stats"`
+	Stale bool        `json:"stale"`
 }
 
 // FloorResponse is GET /v1/collections/{id}/floor.
