@@ -6,7 +6,6 @@ import (
 
 	"github.com/marketd/marketd/ingest"
 	"github.com/marketd/marketd/readmodel/bus"
-	"github.com/marketd/marketd/readmodel/projector"
 	"github.com/marketd/marketd/readmodel/store"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -108,12 +107,12 @@ func (c *ingestCollector) Collect(ch chan<- prometheus.Metric) {
 // behind each stream's last sequence (read from the server at scrape time),
 // and what its expiry sweeps did.
 type projectorCollector struct {
-	p                              *projector.Projector
+	p                              *healer
 	js                             jetstream.JetStream
 	applied, lag, swept, sweepSecs *prometheus.Desc
 }
 
-func registerProjectorMetrics(reg *prometheus.Registry, p *projector.Projector, js jetstream.JetStream) {
+func registerProjectorMetrics(reg *prometheus.Registry, p *healer, js jetstream.JetStream) {
 	reg.MustRegister(&projectorCollector{
 		p: p, js: js,
 		applied: prometheus.NewDesc("marketd_projector_applied_sequence", "Last stream sequence applied to this node's views.", []string{"stream"}, nil),
@@ -161,7 +160,7 @@ func (c *projectorCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // registerStoreMetrics exposes the size of this node's views.
-func registerStoreMetrics(reg *prometheus.Registry, st *store.Store) {
+func registerStoreMetrics(reg *prometheus.Registry, st *healer) {
 	gauge := func(name, help string, f func(store.Sizes) float64) {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help},
 			func() float64 { return f(st.Sizes()) }))

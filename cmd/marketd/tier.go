@@ -12,7 +12,6 @@ import (
 	"github.com/marketd/marketd/config"
 	"github.com/marketd/marketd/readmodel"
 	"github.com/marketd/marketd/readmodel/bus"
-	"github.com/marketd/marketd/readmodel/projector"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -174,8 +173,13 @@ func (a *admin) Readiness() (bool, string) {
 	if a.nc != nil && !a.nc.IsConnected() {
 		return false, "bus unreachable: NATS connection " + strings.ToLower(a.nc.Status().String())
 	}
+	if a.views != nil {
+		if reason := a.views.Rebuilding(); reason != "" {
+			return false, reason
+		}
+	}
 	if !a.ready.Load() {
-		if a.ingest != nil && a.proj == nil {
+		if a.ingest != nil && a.views == nil {
 			return false, "first ingest cycle not yet published"
 		}
 		if a.ingest != nil {
@@ -200,7 +204,7 @@ func (a *admin) Readiness() (bool, string) {
 // than one cycle. "Behind by more than one cycle": the applied position
 // does not cover the heads the streams had one poll interval ago.
 type lagMonitor struct {
-	p     *projector.Projector
+	p     interface{ Applied() readmodel.Position }
 	js    jetstream.JetStream
 	cycle time.Duration
 	now   func() time.Time
@@ -217,7 +221,7 @@ type headSample struct {
 	heads readmodel.Position
 }
 
-func newLagMonitor(p *projector.Projector, js jetstream.JetStream, cycle time.Duration) *lagMonitor {
+func newLagMonitor(p interface{ Applied() readmodel.Position }, js jetstream.JetStream, cycle time.Duration) *lagMonitor {
 	return &lagMonitor{p: p, js: js, cycle: cycle, now: time.Now, lastProgress: time.Now()}
 }
 
@@ -311,7 +315,7 @@ type viewSource struct {
 }
 
 // sourcesFromViews aggregates the poll statuses in p's views by source.
-func sourcesFromViews(ctx context.Context, p *projector.Projector) ([]viewSource, error) {
+func sourcesFromViews(ctx context.Context, p *healer) ([]viewSource, error) {
 	by := map[readmodel.Source]*viewSource{}
 	err := p.EachPollStatus(ctx, func(src readmodel.Source, _ string, st readmodel.PollStatus) error {
 		v := by[src]

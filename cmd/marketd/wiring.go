@@ -70,23 +70,19 @@ func openAndServe(ctx context.Context, n *node, cfg config.Config, log zerolog.L
 	}
 	adm.nc, adm.js, adm.cycleDeadline = nc, js, cycleDeadline(cfg)
 
-	// 2. Badger views, the public API on top of them, and the projector.
-	var proj *projector.Projector
+	// 2. Badger views, the public API on top of them, and the projector,
+	// which heal themselves when their files are damaged (heal.go).
+	var hv *healer
 	if want.api {
-		st, err := store.Open(ctx, badgerDir(cfg.DataDir), store.Options{GCShare: cfg.ViewsGCShare})
-		if err != nil {
-			return fmt.Errorf("open views: %w", err)
-		}
-		n.add("badger", st.Close)
-		registerStoreMetrics(reg, st)
-		proj = projector.New(js, st, projector.Options{RowRetention: cfg.RowRetention}, log.With().Str("part", "projector").Logger())
+		hv = newHealer(cfg.DataDir, js, store.Options{GCShare: cfg.ViewsGCShare}, projector.Options{RowRetention: cfg.RowRetention}, reg, log)
+		registerStoreMetrics(reg, hv)
 		api, err := httpapi.New(httpapi.Config{
 			RateList: cfg.RateList, RateItem: cfg.RateItem, RateIPv6Prefix: cfg.RateIPv6Prefix,
 			TrustedProxies: cfg.TrustedProxies,
 			CursorKey:      []byte(cfg.CursorKey), CursorTTL: cfg.CursorTTL,
 			RowRetention: cfg.RowRetention,
 			Registry:     reg,
-		}, &views{Store: st, proj: proj}, log.With().Str("part", "api").Logger())
+		}, hv, log.With().Str("part", "api").Logger())
 		if err != nil {
 			return fmt.Errorf("api: %w", err)
 		}
@@ -97,12 +93,13 @@ func openAndServe(ctx context.Context, n *node, cfg config.Config, log zerolog.L
 		if err != nil {
 			return err
 		}
+		n.add("badger", hv.closeStore)
 		n.serve("http", func() error { return api.Listen(ln) }, api.Shutdown)
-		if err := proj.Open(ctx); err != nil {
-			return fmt.Errorf("projector: %w", err)
+		if err := hv.start(ctx); err != nil {
+			return fmt.Errorf("open views: %w", err)
 		}
-		n.add("projector", proj.Close)
-		adm.proj = proj
+		n.add("projector", hv.stop)
+		adm.views = hv
 	}
 
 	// 3. The upstream simulator (all).
@@ -157,6 +154,9 @@ func openAndServe(ctx context.Context, n *node, cfg config.Config, log zerolog.L
 			n.add("first-cycle", func(context.Context) error { <-first; return nil })
 			go func() {
 				defer close(first)
+				if hv != nil && hv.waitOpen(ctx) != nil {
+					return // shut down while the views were rebuilt
+				}
 				if _, err := adm.RunIngest(ctx); err != nil {
 					if ctx.Err() == nil {
 						log.Error().Err(err).Msg("first ingest cycle failed; the schedule will retry")
@@ -167,12 +167,12 @@ func openAndServe(ctx context.Context, n *node, cfg config.Config, log zerolog.L
 				log.Info().Msg("first cycle projected; ready")
 			}()
 		}
-	} else if proj != nil {
-		go adm.readyWhenCaughtUp(ctx, proj)
+	} else if hv != nil {
+		go adm.readyWhenCaughtUp(ctx, hv)
 	}
-	if proj != nil {
-		registerProjectorMetrics(reg, proj, js)
-		adm.mon = newLagMonitor(proj, js, cfg.PollInterval)
+	if hv != nil {
+		registerProjectorMetrics(reg, hv, js)
+		adm.mon = newLagMonitor(hv, js, cfg.PollInterval)
 		go adm.mon.run(ctx)
 		if !want.ingest {
 			registerLeaseMetrics(reg, adm, nodeID(cfg))
@@ -222,8 +222,8 @@ func newIngest(cfg config.Config, js jetstream.JetStream, lease *bus.Lease, log 
 type admin struct {
 	log    zerolog.Logger
 	ready  atomic.Bool
-	ingest *ingest.Ingest       // nil in role serve
-	proj   *projector.Projector // nil in role ingest
+	ingest *ingest.Ingest // nil in role serve
+	views  *healer        // nil in role ingest
 
 	nc            *nats.Conn
 	js            jetstream.JetStream
@@ -255,8 +255,8 @@ func (a *admin) RunIngest(ctx context.Context) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if a.proj != nil {
-		if err := a.proj.WaitFor(ctx, sum.Position); err != nil {
+	if a.views != nil {
+		if err := a.views.WaitFor(ctx, sum.Position); err != nil {
 			return nil, fmt.Errorf("wait for projection: %w", err)
 		}
 	}
@@ -280,8 +280,8 @@ func (a *admin) Sources(ctx context.Context) (any, error) {
 	switch {
 	case a.ingest != nil && !a.ingest.Standby():
 		out["sources"] = a.ingest.Sources()
-	case a.proj != nil:
-		srcs, err := sourcesFromViews(ctx, a.proj)
+	case a.views != nil:
+		srcs, err := sourcesFromViews(ctx, a.views)
 		if err != nil {
 			return nil, fmt.Errorf("poll statuses from the views: %w", err)
 		}
@@ -292,7 +292,7 @@ func (a *admin) Sources(ctx context.Context) (any, error) {
 	return out, nil
 }
 
-func (a *admin) readyWhenCaughtUp(ctx context.Context, p *projector.Projector) {
+func (a *admin) readyWhenCaughtUp(ctx context.Context, p *healer) {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	for {

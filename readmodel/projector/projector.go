@@ -58,6 +58,12 @@ type Options struct {
 	// RerenderBatch is how many collections one transaction of a full
 	// re-render (after a source-wide status) covers. 0 means 16.
 	RerenderBatch int
+	// OnDamage, when set, is called (from the background loop) with an
+	// apply or sweep error that says the store is damaged
+	// (store.Damaged), a panic in either included. The loop keeps
+	// retrying meanwhile, as for any failure; the caller rebuilds the
+	// views and closes this projector.
+	OnDamage func(err error)
 }
 
 const (
@@ -387,7 +393,8 @@ func (p *Projector) consume(ctx context.Context, i int) {
 			continue
 		}
 		idle = 0
-		if _, err := p.handle(ctx, i, it, m); err != nil && ctx.Err() == nil {
+		if err := p.guarded("apply", func() error { _, err := p.handle(ctx, i, it, m); return err }); err != nil && ctx.Err() == nil {
+			p.damaged(err)
 			log.Error().Err(err).Msg("apply failed; re-consuming from the applied position")
 			p.applyMu.Lock()
 			if p.iters[i] == it {
@@ -816,7 +823,8 @@ func (p *Projector) sweepLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if _, err := p.Sweep(ctx, p.opts.Now()); err != nil && ctx.Err() == nil {
+			if err := p.guarded("sweep", func() error { _, err := p.Sweep(ctx, p.opts.Now()); return err }); err != nil && ctx.Err() == nil {
+				p.damaged(err)
 				p.log.Warn().Err(err).Msg("sweep failed")
 			}
 		}

@@ -142,6 +142,9 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if err := removeEmptyMemtables(dir); err != nil {
 		return nil, err
 	}
+	if err := checkTables(dir); err != nil {
+		return nil, err
+	}
 	bo := badger.DefaultOptions(dir).
 		WithSyncWrites(opts.SyncWrites).
 		WithLogger(nil).
@@ -180,10 +183,17 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		// of 64 MiB, more than halved the Go heap at 2,000 collections ×
 		// 100 tokens; the memtables are now two of 64 MiB, above).
 		WithCompression(options.None).
-		WithDetectConflicts(false) // one writer: the projector
-	db, err := badger.Open(bo)
+		WithDetectConflicts(false). // one writer: the projector
+		// Damaged files are found on read, not served: a value whose
+		// checksum does not match fails its read instead of handing
+		// garbage to a decoder or a client, and so does a table block
+		// (read from disk: a cached block was verified when read). See
+		// heal.go.
+		WithVerifyValueChecksum(true).
+		WithChecksumVerificationMode(options.OnBlockRead)
+	db, err := openBadger(bo)
 	if err != nil {
-		return nil, readmodel.Wrap(readmodel.Internal, err, "open badger in "+dir)
+		return nil, err
 	}
 	s := &Store{db: db, dir: dir, opts: opts, cache: newCache(opts.CacheEntries, opts.CacheBytes), gcStop: make(chan struct{}), gcDone: make(chan struct{}), flights: make(map[string]*pageFlight)}
 	if err := s.checkSchema(); err != nil {
