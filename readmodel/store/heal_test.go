@@ -1,0 +1,61 @@
+package store
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/marketd/marketd/internal/damage"
+)
+
+// TestDamagedFilesAreSaidNotFatal damages a closed store each way of issue
+// 28's storage rows and opens it again: the store says it is damaged
+// (store.Damaged, with a reason) at Open or on the first read, and never
+// panics or answers what it did not store.
+func TestDamagedFilesAreSaidNotFatal(t *testing.T) {
+	ctx := context.Background()
+	streams := make([]string, 200)
+	for i := range streams {
+		streams[i] = "S" + strconv.Itoa(i)
+	}
+	for _, c := range damage.Cases {
+		t.Run(c.Name, func(t *testing.T) {
+			dir := t.TempDir()
+			s, err := Open(ctx, dir, Options{MemTableSize: 8 << 20})
+			require.NoError(t, err)
+			require.NoError(t, s.Update(ctx, func(tx *Tx) error {
+				for i, st := range streams { // IDs past the value threshold: values in the value log
+					tx.SetPosition(st, StreamPos{Seq: uint64(i + 1), ID: strings.Repeat(st, 40)})
+				}
+				return nil
+			}))
+			require.NoError(t, s.Close(ctx))
+			require.NoError(t, c.Do(dir))
+
+			var reason string
+			assert.NotPanics(t, func() {
+				s, err := Open(ctx, dir, Options{MemTableSize: 8 << 20})
+				if err == nil {
+					defer s.Close(ctx)
+					var pos []StreamPos
+					pos, err = s.Positions(ctx, streams...)
+					if err == nil {
+						for i, p := range pos {
+							require.Equal(t, StreamPos{Seq: uint64(i + 1), ID: strings.Repeat(streams[i], 40)}, p, "a read that succeeds answers what was stored")
+						}
+					}
+				}
+				require.Error(t, err, "the damage is noticed at open or on the first read")
+				var ok bool
+				reason, ok = Damaged(err)
+				assert.True(t, ok, "said as damage: %v", err)
+				t.Logf("%s: %v", reason, err)
+			})
+			assert.Contains(t, []string{DamageOpen, DamageRead, DamageDecode, DamagePanic}, reason)
+		})
+	}
+}
