@@ -50,7 +50,8 @@ type healer struct {
 
 	rebuilds *prometheus.CounterVec
 
-	cur atomic.Pointer[viewSet] // nil while rebuilding
+	cur      atomic.Pointer[viewSet] // nil while rebuilding
+	verified atomic.Pointer[viewSet] // cur once its tables passed store.Verify
 
 	mu      sync.Mutex
 	reason  string        // why the views are being rebuilt; "" when they are not
@@ -79,10 +80,10 @@ func newHealer(dataDir string, js jetstream.JetStream, sopts store.Options, popt
 		changed: make(chan struct{}), damage: make(chan struct{}, 1),
 		rebuilds: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "marketd_views_rebuilds_total",
-			Help: "Rebuilds of the views from the streams after their store was found damaged, by where: open, read, decode, panic.",
+			Help: "Rebuilds of the views from the streams after their store was found damaged, by how: open, read, decode, panic, checksum.",
 		}, []string{"reason"}),
 	}
-	for _, r := range []string{store.DamageOpen, store.DamageRead, store.DamageDecode, store.DamagePanic} {
+	for _, r := range []string{store.DamageOpen, store.DamageRead, store.DamageDecode, store.DamagePanic, store.DamageChecksum} {
 		h.rebuilds.WithLabelValues(r)
 	}
 	if reg != nil {
@@ -238,13 +239,45 @@ func (h *healer) rebuild(ctx context.Context) (set *viewSet, res projector.Repla
 }
 
 // swapIn makes set the views served (nil: none) and returns the previous.
+// A set swapped in is verified in the background (verify).
 func (h *healer) swapIn(set *viewSet) *viewSet {
 	old := h.cur.Swap(set)
 	h.mu.Lock()
 	close(h.changed)
 	h.changed = make(chan struct{})
 	h.mu.Unlock()
+	if set != nil {
+		go h.verify(set)
+	}
 	return old
+}
+
+// verify checks every table of set's store (store.Verify): a garbled
+// table does not fail a read, it reads as missing keys. The node serves
+// meanwhile but does not say it is ready until the check passed
+// (Verifying): at 100,000 collections it reads the 2.2 GiB LSM tree once.
+func (h *healer) verify(set *viewSet) {
+	start := time.Now()
+	err := set.st.Verify()
+	if h.cur.Load() != set {
+		return // replaced (or closed) meanwhile
+	}
+	if err != nil {
+		reason, _ := store.Damaged(err)
+		h.report(reason, err)
+		return
+	}
+	h.verified.Store(set)
+	h.log.Debug().Int64("took_ms", time.Since(start).Milliseconds()).Msg("view store tables verified")
+}
+
+// Verifying says why the views served are not yet trusted ("" once
+// their tables are verified).
+func (h *healer) Verifying() string {
+	if set := h.cur.Load(); set != nil && h.verified.Load() != set {
+		return "verifying the view store's table checksums"
+	}
+	return ""
 }
 
 func (h *healer) closeSet(set *viewSet) {

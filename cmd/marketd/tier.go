@@ -177,6 +177,9 @@ func (a *admin) Readiness() (bool, string) {
 		if reason := a.views.Rebuilding(); reason != "" {
 			return false, reason
 		}
+		if reason := a.views.Verifying(); reason != "" {
+			return false, reason
+		}
 	}
 	if !a.ready.Load() {
 		if a.ingest != nil && a.views == nil {

@@ -17,8 +17,9 @@ type Case struct {
 	Do   func(dir string) error
 }
 
-// Cases are the storage rows of issue 28's damage matrix. Each needs a
-// directory Badger closed cleanly (at least one table and one value log).
+// Cases are the storage rows of issue 28's damage matrix, and a garbled
+// table. Each needs a directory Badger closed cleanly (at least one table
+// and one value log).
 var Cases = []Case{
 	{"sst removed", func(dir string) error {
 		f, err := first(dir, "*.sst")
@@ -29,21 +30,9 @@ var Cases = []Case{
 	}},
 	{"MANIFEST emptied", func(dir string) error { return os.Truncate(filepath.Join(dir, "MANIFEST"), 0) }},
 	{"sst truncated", func(dir string) error { return truncateHalf(dir, "*.sst") }},
+	{"sst garbled", func(dir string) error { return garble(dir, "*.sst") }},
 	{"vlog truncated", func(dir string) error { return truncateHalf(dir, "*.vlog") }},
-	{"vlog garbled", func(dir string) error {
-		f, err := first(dir, "*.vlog")
-		if err != nil {
-			return err
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		for i := len(b) / 3; i < 2*len(b)/3; i++ { // a deterministic garble of the middle third
-			b[i] ^= byte(0x5a + i)
-		}
-		return os.WriteFile(f, b, 0o644)
-	}},
+	{"vlog garbled", func(dir string) error { return garble(dir, "*.vlog") }},
 }
 
 func first(dir, pattern string) (string, error) {
@@ -68,4 +57,21 @@ func truncateHalf(dir, pattern string) error {
 		return err
 	}
 	return os.Truncate(f, fi.Size()/2)
+}
+
+// garble flips bits all through the middle third of the first file
+// matching pattern, the same way every time.
+func garble(dir, pattern string) error {
+	f, err := first(dir, pattern)
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return err
+	}
+	for i := len(b) / 3; i < 2*len(b)/3; i++ {
+		b[i] ^= byte(0x5a + i)
+	}
+	return os.WriteFile(f, b, 0o644)
 }

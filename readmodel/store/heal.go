@@ -39,6 +39,11 @@ const (
 	DamageRead   = "read"   // Badger failed a read: checksum mismatch, a bad value pointer
 	DamageDecode = "decode" // stored bytes did not decode
 	DamagePanic  = "panic"  // Badger panicked on the store's files
+	// DamageChecksum: a table failed Verify. Badger's iterators end
+	// silently at a block that fails its checksum, so a garbled table
+	// reads as a store with keys missing (an empty or partial index),
+	// not as an error: only a verification pass finds it.
+	DamageChecksum = "checksum"
 )
 
 // ErrDamaged is the cause (errors.Is) of every *DamageError.
@@ -169,4 +174,20 @@ func openBadger(bo badger.Options) (db *badger.DB, err error) {
 		return nil, readmodel.Wrap(readmodel.Internal, err, "open badger in "+bo.Dir)
 	}
 	return nil, damaged(DamageOpen, err, "open badger in "+bo.Dir)
+}
+
+// Verify checks the checksum of every block of every table (Badger's
+// DB.VerifyChecksum), which reads the whole LSM tree (not the value log:
+// values are verified when read). A failure, or a panic, is damage
+// (DamageChecksum). Safe for concurrent use with reads and Update.
+func (s *Store) Verify() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = damaged(DamageChecksum, fmt.Errorf("panic: %v", r), "verify tables")
+		}
+	}()
+	if err := s.db.VerifyChecksum(); err != nil {
+		return damaged(DamageChecksum, err, "verify tables")
+	}
+	return nil
 }

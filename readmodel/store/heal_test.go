@@ -14,8 +14,8 @@ import (
 
 // TestDamagedFilesAreSaidNotFatal damages a closed store each way of issue
 // 28's storage rows and opens it again: the store says it is damaged
-// (store.Damaged, with a reason) at Open or on the first read, and never
-// panics or answers what it did not store.
+// (store.Damaged, with a reason) at Open, in Verify or on the first read,
+// and never panics or answers what it did not store.
 func TestDamagedFilesAreSaidNotFatal(t *testing.T) {
 	ctx := context.Background()
 	streams := make([]string, 200)
@@ -41,6 +41,9 @@ func TestDamagedFilesAreSaidNotFatal(t *testing.T) {
 				s, err := Open(ctx, dir, Options{MemTableSize: 8 << 20})
 				if err == nil {
 					defer s.Close(ctx)
+					err = s.Verify()
+				}
+				if err == nil {
 					var pos []StreamPos
 					pos, err = s.Positions(ctx, streams...)
 					if err == nil {
@@ -55,7 +58,7 @@ func TestDamagedFilesAreSaidNotFatal(t *testing.T) {
 				assert.True(t, ok, "said as damage: %v", err)
 				t.Logf("%s: %v", reason, err)
 			})
-			assert.Contains(t, []string{DamageOpen, DamageRead, DamageDecode, DamagePanic}, reason)
+			assert.Contains(t, []string{DamageOpen, DamageRead, DamageDecode, DamagePanic, DamageChecksum}, reason)
 		})
 	}
 }
