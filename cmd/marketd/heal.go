@@ -117,20 +117,24 @@ func (h *healer) start(ctx context.Context) error {
 
 // open opens the store and its projector; on a failure nothing stays open.
 func (h *healer) open(ctx context.Context) (_ *viewSet, err error) {
-	st, err := store.Open(ctx, h.dir, h.sopts)
-	if err != nil {
-		return nil, err
-	}
-	popts := h.popts
-	var set *viewSet
-	popts.OnDamage = func(err error) {
-		if h.cur.Load() == set {
+	// Damage the store's or the projector's background work meets is
+	// reported while this set is the one served.
+	var mine atomic.Pointer[viewSet]
+	onDamage := func(err error) {
+		if set := mine.Load(); set != nil && h.cur.Load() == set {
 			reason, _ := store.Damaged(err)
 			h.report(reason, err)
 		}
 	}
+	sopts, popts := h.sopts, h.popts
+	sopts.OnDamage, popts.OnDamage = onDamage, onDamage
+	st, err := store.Open(ctx, h.dir, sopts)
+	if err != nil {
+		return nil, err
+	}
 	proj := projector.New(h.js, st, popts, h.log.With().Str("part", "projector").Logger())
-	set = &viewSet{st: st, proj: proj, rd: &views{Store: st, proj: proj}}
+	set := &viewSet{st: st, proj: proj, rd: &views{Store: st, proj: proj}}
+	mine.Store(set)
 	defer func() {
 		if r := recover(); r != nil {
 			err = store.Recovered(r, "open projector")
@@ -226,10 +230,8 @@ func (h *healer) rebuild(ctx context.Context) (set *viewSet, res projector.Repla
 			err = store.Recovered(r, "rebuild views")
 		}
 	}()
-	popts := h.popts
-	popts.OnDamage = nil
 	res, err = projector.ReplayWithResult(ctx, h.js, h.data, projector.ReplayOptions{
-		Projector: popts, Store: h.sopts, Log: h.log, ProgressEvery: time.Hour,
+		Projector: h.popts, Store: h.sopts, Log: h.log, ProgressEvery: time.Hour,
 	}, io.Discard)
 	if err != nil {
 		return nil, res, err

@@ -191,3 +191,24 @@ func (s *Store) Verify() (err error) {
 	}
 	return nil
 }
+
+// collectGuarded is a round of the background value-log GC with a panic
+// (Badger rewriting a damaged file) recovered and reported as damage.
+func (s *Store) collectGuarded() {
+	defer func() {
+		if r := recover(); r != nil {
+			s.noteDamage(Recovered(r, "value-log GC"))
+		}
+	}()
+	s.collect(s.gcStop, s.opts.GCShare)
+}
+
+// noteDamage hands err to Options.OnDamage when it is damage.
+func (s *Store) noteDamage(err error) {
+	if s.opts.OnDamage == nil {
+		return
+	}
+	if _, ok := Damaged(err); ok {
+		s.opts.OnDamage(err)
+	}
+}

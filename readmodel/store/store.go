@@ -71,6 +71,10 @@ type Options struct {
 	ValueLogFileSize int64
 	// Now is the clock token views are rendered by; nil means time.Now.
 	Now func() time.Time
+	// OnDamage, when set, is called with the damage (see Damaged) the
+	// store's own background work meets: the value-log GC reading a
+	// damaged file, or panicking on one. Reads and Update return theirs.
+	OnDamage func(err error)
 }
 
 // Store is a node's view store. Its methods are safe for concurrent use;
@@ -220,7 +224,7 @@ func (s *Store) gcLoop() {
 		case <-s.gcStop:
 			return
 		case <-t.C:
-			s.collect(s.gcStop, s.opts.GCShare)
+			s.collectGuarded()
 		}
 	}
 }
@@ -244,7 +248,8 @@ func (s *Store) collect(stop <-chan struct{}, share float64) int {
 		default:
 		}
 		start := time.Now()
-		if s.db.RunValueLogGC(0.5) != nil { // ErrNoRewrite: nothing (more) to reclaim
+		if err := s.db.RunValueLogGC(0.5); err != nil { // ErrNoRewrite: nothing (more) to reclaim
+			s.noteDamage(err)
 			break
 		}
 		s.gcRuns.Add(1)
