@@ -204,13 +204,15 @@ func (h *healer) heal(ctx context.Context) {
 	for attempt := 1; ctx.Err() == nil; attempt++ {
 		set, res, err := h.rebuild(ctx)
 		if err == nil {
+			// The reason goes first: damage found in the new views (by
+			// its verification, say) must not be taken for this round's.
+			h.mu.Lock()
+			h.reason = ""
+			h.mu.Unlock()
 			h.swapIn(set)
 			if err := os.RemoveAll(damagedDir); err != nil {
 				h.log.Warn().Err(err).Str("dir", damagedDir).Msg("could not remove the damaged views")
 			}
-			h.mu.Lock()
-			h.reason = ""
-			h.mu.Unlock()
 			h.log.Info().Int("messages", res.Messages).Int64("took_ms", time.Since(start).Milliseconds()).Int("attempts", attempt).Msg("views rebuilt from the streams; serving them")
 			return
 		}
@@ -273,10 +275,14 @@ func (h *healer) verify(set *viewSet) {
 	h.log.Debug().Int64("took_ms", time.Since(start).Milliseconds()).Msg("view store tables verified")
 }
 
-// Verifying says why the views served are not yet trusted ("" once
-// their tables are verified).
+// Verifying says why the views are not yet trusted ("" once the views
+// served have their tables verified).
 func (h *healer) Verifying() string {
-	if set := h.cur.Load(); set != nil && h.verified.Load() != set {
+	set := h.cur.Load()
+	switch {
+	case set == nil:
+		return "the views are not open"
+	case h.verified.Load() != set:
 		return "verifying the view store's table checksums"
 	}
 	return ""

@@ -53,14 +53,7 @@ func TestDamagedViewsHeal(t *testing.T) {
 			m.Stop(t)
 			_, err = os.Stat(badgerDir(dir) + ".damaged")
 			assert.ErrorIs(t, err, os.ErrNotExist, "the damaged views are removed")
-
-			replayed := t.TempDir()
-			require.NoError(t, exec.Command("cp", "-a", dir+"/.", replayed).Run())
-			require.NoError(t, os.RemoveAll(badgerDir(replayed)))
-			runRole(t, "replay", "--data-dir", replayed)
-			at := time.Now().Add(time.Minute).UTC().Format(time.RFC3339)
-			assert.Equal(t, strings.TrimSpace(runRole(t, "digest", "--data-dir", replayed, "--at", at)),
-				strings.TrimSpace(runRole(t, "digest", "--data-dir", dir, "--at", at)), "healed views == a replay of the same streams")
+			assertEqualsReplay(t, dir)
 		})
 	}
 }
@@ -111,14 +104,7 @@ func TestViewsDamagedWhileServingHeal(t *testing.T) {
 	r.Body.Close()
 	assert.Equal(t, 200, r.StatusCode, "serving again")
 	m.Stop(t)
-
-	replayed := t.TempDir()
-	require.NoError(t, exec.Command("cp", "-a", dir+"/.", replayed).Run())
-	require.NoError(t, os.RemoveAll(badgerDir(replayed)))
-	runRole(t, "replay", "--data-dir", replayed)
-	at := time.Now().Add(time.Minute).UTC().Format(time.RFC3339)
-	assert.Equal(t, strings.TrimSpace(runRole(t, "digest", "--data-dir", replayed, "--at", at)),
-		strings.TrimSpace(runRole(t, "digest", "--data-dir", dir, "--at", at)), "healed views == a replay of the same streams")
+	assertEqualsReplay(t, dir)
 }
 
 // garbleWritten flips the written bytes (past the header) of every value
@@ -142,4 +128,17 @@ func garbleWritten(t *testing.T, dir string) {
 		require.NoError(t, err)
 		require.NoError(t, f.Close())
 	}
+}
+
+// assertEqualsReplay compares the digest of the stopped node's views in
+// dir with that of a replay of its streams (into a copy), at one instant.
+func assertEqualsReplay(t *testing.T, dir string) {
+	t.Helper()
+	replayed := t.TempDir()
+	require.NoError(t, exec.Command("cp", "-a", dir+"/.", replayed).Run())
+	require.NoError(t, os.RemoveAll(badgerDir(replayed)))
+	runRole(t, "replay", "--data-dir", replayed)
+	at := time.Now().Add(time.Minute).UTC().Format(time.RFC3339)
+	assert.Equal(t, strings.TrimSpace(runRole(t, "digest", "--data-dir", replayed, "--at", at)),
+		strings.TrimSpace(runRole(t, "digest", "--data-dir", dir, "--at", at)), "healed views == a replay of the same streams")
 }
