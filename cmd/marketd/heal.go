@@ -174,16 +174,34 @@ func (h *healer) Rebuilding() string {
 	return h.reason
 }
 
+// loop heals on each damage report. Rebuilds that follow each other
+// within healAgainWithin (damage a rebuild cannot cure: a failing disk, a
+// store bug) wait longer each time, up to healPauseMax, so the node never
+// spends itself rebuilding in a loop.
 func (h *healer) loop(ctx context.Context) {
+	var last time.Time
+	pause := time.Duration(0)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-h.damage:
-			h.heal(ctx)
 		}
+		if !last.IsZero() && time.Since(last) < healAgainWithin {
+			pause = min(max(2*pause, time.Second), healPauseMax)
+			h.log.Warn().Dur("pause", pause).Msg("views damaged again soon after a rebuild; pausing before the next")
+			sleepCtx(ctx, pause)
+		} else {
+			pause = 0
+		}
+		h.heal(ctx)
+		last = time.Now()
 	}
 }
+
+// healAgainWithin is how soon after a rebuild another one counts as
+// repeated damage (see loop).
+const healAgainWithin = 10 * time.Minute
 
 // healPauseMax bounds the pause between failed rebuild attempts.
 const healPauseMax = 30 * time.Second
