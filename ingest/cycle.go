@@ -291,6 +291,36 @@ func (c *cycle) poll(ctx context.Context, p Poller, sp source.Spec) {
 	case source.PerCollection:
 		c.finish(ctx, sp, pr.seen, err)
 	}
+	if err == nil {
+		// Every cycle, changed or not, after the poll's statuses: what
+		// asOf is resolved from (readmodel.Polled).
+		c.polled(ctx, sp)
+	}
+}
+
+// polled publishes that poll sp succeeded in this cycle. It is not
+// counted as published: it carries no data, and a cycle in which nothing
+// changed still publishes one per successful poll.
+func (c *cycle) polled(ctx context.Context, sp source.Spec) {
+	msg := &readmodel.Message{Kind: readmodel.KindPolled, Source: sp.Source, Polled: &readmodel.Polled{Poll: sp.Name, At: c.start}}
+	msg.ID = c.ns + "/" + string(msg.Kind) + "/" + sp.Name
+	msg.ObservedAt = c.start
+	c.mu.Lock()
+	failed := c.pubErr != nil
+	c.mu.Unlock()
+	if failed {
+		return
+	}
+	c.pubMu.Lock()
+	err := c.in.pub.Publish(ctx, msg)
+	c.pubMu.Unlock()
+	if err != nil {
+		c.mu.Lock()
+		if c.pubErr == nil {
+			c.pubErr = err
+		}
+		c.mu.Unlock()
+	}
 }
 
 // finish publishes, for every listed collection the poll did not deliver,

@@ -34,6 +34,9 @@ type fakePub struct {
 	failFlush int // fail this many Flush calls
 	inFlight  int // Publish calls running at once (must stay ≤ 1)
 	overlap   bool
+	// polled holds the KindPolled messages apart: they go out every cycle
+	// a poll succeeds, changed or not (TestPolledEveryCycle).
+	polled []*readmodel.Message
 }
 
 func (p *fakePub) Publish(_ context.Context, m *readmodel.Message) error {
@@ -43,7 +46,11 @@ func (p *fakePub) Publish(_ context.Context, m *readmodel.Message) error {
 		p.overlap = true
 	}
 	cp := *m
-	p.msgs = append(p.msgs, &cp)
+	if m.Kind == readmodel.KindPolled {
+		p.polled = append(p.polled, &cp)
+	} else {
+		p.msgs = append(p.msgs, &cp)
+	}
 	p.inFlight--
 	p.mu.Unlock()
 	return nil
@@ -66,6 +73,15 @@ func (p *fakePub) take() []*readmodel.Message {
 	defer p.mu.Unlock()
 	out := p.msgs
 	p.msgs = nil
+	return out
+}
+
+// takePolled returns and forgets the KindPolled messages published so far.
+func (p *fakePub) takePolled() []*readmodel.Message {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := p.polled
+	p.polled = nil
 	return out
 }
 

@@ -15,6 +15,7 @@ const (
 	KindTokens     Kind = "tokens"     // Tokens, per (collection, bucket); replaces the bucket wholesale
 	KindRates      Kind = "rates"      // Rates, one subject
 	KindStatus     Kind = "status"     // Status, per (source, collection); CollectionID "" for source-wide polls
+	KindPolled     Kind = "polled"     // Polled, per poll: the poll succeeded (every cycle, changed or not)
 	// Sales stream kind: append-only.
 	KindSales Kind = "sales" // Sales, per collection; a batch of new sales
 )
@@ -48,6 +49,40 @@ type Message struct {
 	Rates      USDRates         `json:"rates,omitempty"`
 	Status     *PollStatus      `json:"status,omitempty"`
 	Sales      []SaleRow        `json:"sales,omitempty"`
+	Polled     *Polled          `json:"polled,omitempty"`
+}
+
+// Polled says that one poll of an upstream succeeded: published after the
+// poll's statuses every cycle it succeeds, whether or not anything
+// changed, so a node knows how recent each value is (asOf) while nothing
+// else is published. Statuses are published only when they change.
+type Polled struct {
+	// Poll is the poll's name: a source, or "<source>/<what>" for a second
+	// poll of the same upstream (PollMirrorTokens).
+	Poll string `json:"poll"`
+	// At is the start of the cycle the poll ran in: the same clock as
+	// PollStatus.LastGoodAt.
+	At time.Time `json:"at"`
+}
+
+// PollMirrorTokens is the name of the indexer mirror's token poll.
+const PollMirrorTokens = "indexer-mirror/tokens"
+
+// Polls lists every poll name: one per source, plus the mirror's token
+// poll. A value's freshness names the polls behind it by index here.
+var Polls = []string{
+	string(SourceOrderBook), string(SourceIndexerMirror), PollMirrorTokens, string(SourceIndexerStats),
+	string(SourceAnalytics), string(SourceCollectionIndex), string(SourcePriceFeed), string(SourceSales),
+}
+
+// PollIndex returns the index of poll in Polls, or -1.
+func PollIndex(poll string) int {
+	for i, p := range Polls {
+		if p == poll {
+			return i
+		}
+	}
+	return -1
 }
 
 // PollStatus is the outcome of the latest poll of one (source, collection).

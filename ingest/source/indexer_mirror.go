@@ -20,7 +20,7 @@ import (
 const MirrorKeep = readmodel.ListingsCeiling + readmodel.OrderBookMax
 
 // TokensPoll is the Spec.Name of the indexer-mirror token poll.
-const TokensPoll = "indexer-mirror/tokens"
+const TokensPoll = readmodel.PollMirrorTokens
 
 // MirrorListings polls indexer-mirror's listings: external-marketplace
 // rows plus a lagged copy of native ones, the cheapest MirrorKeep of each

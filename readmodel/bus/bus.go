@@ -91,6 +91,7 @@ func DecodeToken(tok string) (string, error) {
 // Subject returns the subject msg is published on:
 //
 //	marketd.state.<kind>.<source>.<collection>[.<bucket>]   state kinds
+//	marketd.state.polled.<source>.-.<poll>                  a poll's last success
 //	marketd.sales.<collection>                              sales
 //
 // The kind and source are fixed vocabulary but are encoded too when they are
@@ -104,6 +105,9 @@ func Subject(msg *readmodel.Message) string {
 	s := statePrefix + "." + word(string(msg.Kind)) + "." + word(string(msg.Source)) + "." + coll
 	if msg.Kind == readmodel.KindTokens {
 		s += "." + strconv.FormatUint(uint64(msg.Bucket), 10)
+	}
+	if msg.Kind == readmodel.KindPolled && msg.Polled != nil {
+		s += "." + EncodeToken(msg.Polled.Poll) // two polls of one source keep one message each
 	}
 	return s
 }
@@ -239,6 +243,8 @@ func Validate(msg *readmodel.Message) error {
 		ok = src && msg.Status != nil
 	case readmodel.KindSales:
 		ok = msg.CollectionID != ""
+	case readmodel.KindPolled:
+		ok = msg.Polled != nil && msg.Polled.Poll != ""
 	}
 	if !ok {
 		return readmodel.Errorf(readmodel.BadRequest, "message %q: kind %q without its payload", msg.ID, msg.Kind)
