@@ -439,6 +439,8 @@ func (a *applier) apply(msg *readmodel.Message) error {
 		return a.applyTokens(msg)
 	case readmodel.KindSales:
 		return a.applySales(msg)
+	case readmodel.KindPolled:
+		return a.applyPolled(msg)
 	}
 	return nil
 }
@@ -515,12 +517,20 @@ func (a *applier) renderCollection(cid string, doc *readmodel.CollectionDoc, par
 			return err
 		}
 		in.StatsFailed, in.AnalyticsFailed = failed(ss), failed(as)
+		if in.Changes, err = a.history(cid, in); err != nil {
+			return err
+		}
+		asOf, err := a.freshness(cid, readmodel.SourceCollectionIndex, readmodel.SourceIndexerStats, readmodel.SourceAnalytics)
+		if err != nil {
+			return err
+		}
 		a.tx.PutCollection(render.CollectionView{
 			ID:          cid,
 			Chain:       validChain(doc.Chain),
 			HasContract: doc.ContractAddress != "",
 			Version:     a.ver(),
 			Detail:      tmpl(render.CollectionDetailJSON(in)),
+			AsOf:        asOf,
 		})
 	}
 	if parts&partBrowse != 0 {
@@ -607,25 +617,35 @@ func (a *applier) renderListings(cid string, doc *readmodel.CollectionDoc, parts
 	if err != nil {
 		return err
 	}
+	var royalty *int64
+	if doc != nil {
+		royalty = doc.RoyaltyBps
+	}
 	if parts&partListings != 0 {
 		v := render.ListingsView{
-			Version:      a.ver(),
-			Items:        make([][]byte, 0, len(snap.Rows)),
-			ExpiresAt:    make([]int64, 0, len(snap.Rows)),
-			StaleSources: snap.StaleSources,
-			AllFailed:    snap.AllFailed,
+			Version:       a.ver(),
+			Items:         make([][]byte, 0, len(snap.Rows)),
+			ExpiresAt:     make([]int64, 0, len(snap.Rows)),
+			StaleSources:  snap.StaleSources,
+			AllFailed:     snap.AllFailed,
+			Listed:        snap.Listed,
+			BeyondExpires: snap.BeyondExpires,
+		}
+		if v.AsOf, err = a.freshness(cid, listingSources(doc)...); err != nil {
+			return err
 		}
 		for i := range snap.Rows {
 			r := &snap.Rows[i]
-			it, ok := render.ListingItem(r, nil, a.now)
+			b, ok := render.ListingRowJSON(r, royalty, nil, a.now)
 			if !ok {
+				v.Listed--
 				continue
 			}
 			var exp int64
 			if r.ExpiresAt != nil {
 				exp = r.ExpiresAt.UnixMilli()
 			}
-			v.Items = append(v.Items, tmpl(render.MarshalItem(it)))
+			v.Items = append(v.Items, tmpl(b))
 			v.ExpiresAt = append(v.ExpiresAt, exp)
 		}
 		a.tx.PutListings(cid, v)
@@ -643,9 +663,7 @@ func (a *applier) renderListings(cid string, doc *readmodel.CollectionDoc, parts
 		Chain:            doc.Chain,
 		SnapshotFloorRaw: doc.FloorRaw,
 		Snapshot:         snap,
-	}
-	if doc.RoyaltyBps != nil {
-		fin.RoyaltyBps = *doc.RoyaltyBps
+		RoyaltyBps:       doc.RoyaltyBps,
 	}
 	an, err := store.Get[readmodel.Analytics](a.tx, store.InAnalytics, cid)
 	if err != nil {
@@ -671,11 +689,20 @@ func (a *applier) renderListings(cid string, doc *readmodel.CollectionDoc, parts
 			a.tx.Put(store.InLastGood, lastGood{Raw: res.BuyerRaw, At: a.now}, cid)
 		}
 	}
+	srcs := listingSources(doc)
+	if res.AskFrom != "" && res.AskFrom != readmodel.SourceIndexerMirror {
+		srcs = append(srcs, res.AskFrom)
+	}
+	asOf, err := a.freshness(cid, srcs...)
+	if err != nil {
+		return err
+	}
 	a.tx.PutFloor(cid, render.FloorView{
 		Version:       a.ver(),
 		Body:          tmplTimed(res.Body),
 		FallbackAfter: res.FallbackAfter,
 		Fallback:      tmplTimed(res.Fallback),
+		AsOf:          asOf,
 	})
 	return nil
 }

@@ -140,7 +140,9 @@ func TestListingsItemShape(t *testing.T) {
 	assert.JSONEq(t, `{"chain":"solana","contractAddress":null,"tokenId":null,"mint":"MintCase1","collectionId":"solana_coll",
 		"price":{"raw":"1500000000","decimal":1.5,"currency":"SOL","usd":150},"seller":"SellerMintCase1","buyer":null,
 		"marketplace":"NATIVE","status":"active","expiresAt":"2026-09-01T13:00:00.000Z","timestamp":"2026-09-01T11:00:00.000Z",
-		"orderId":"MintCase1_1700000000000","tx":"sigMintCase1"}`, string(render.AppendUSD(nil, v.Items[0], e.st.USD())))
+		"orderId":"MintCase1_1700000000000","tx":"sigMintCase1",
+		"fees":[{"kind":"platform","bps":300,"amount":{"raw":"45000000","decimal":0.045,"currency":"SOL","usd":4.5}},
+			{"kind":"royalty","bps":null,"amount":null}],"buyerPrice":null}`, string(render.AppendUSD(nil, v.Items[0], e.st.USD())))
 	assert.Equal(t, t0.Add(time.Hour).UnixMilli(), v.ExpiresAt[0])
 	assert.Regexp(t, `^\{"chain":"solana","contractAddress":null,"tokenId":null,"mint":`, string(v.Items[0]), "SPEC field order")
 }

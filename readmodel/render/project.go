@@ -167,6 +167,8 @@ type DetailInputs struct {
 	Analytics       *readmodel.Analytics
 	AnalyticsFailed bool
 	USD             *float64
+	// Changes are the detail's change ratios (History.ChangesOf).
+	Changes Changes
 }
 
 type windows struct {
@@ -182,6 +184,18 @@ type detailStats struct {
 	Supply      *int64           `json:"supply"`
 	Owners      *int64           `json:"owners"`
 	ListedCount *int64           `json:"listedCount"`
+	Change      changeRatios     `json:"change"`
+	AsOf        *string          `json:"asOf"` // spliced by the API (SpliceAsOf)
+}
+
+type changeWindows struct {
+	TwentyFourHour *float64 `json:"twentyFourHour"`
+	SevenDay       *float64 `json:"sevenDay"`
+}
+
+type changeRatios struct {
+	Volume changeWindows `json:"volume"`
+	Floor  changeWindows `json:"floor"`
 }
 
 type collectionDetail struct {
@@ -233,8 +247,40 @@ func CollectionDetailJSON(in DetailInputs) []byte {
 	} else if !in.StatsFailed {
 		out.Stats.Owners = d.Owners
 	}
+	out.Stats.Change = changeRatios{
+		Volume: changeWindows{TwentyFourHour: in.Changes.Volume24h, SevenDay: in.Changes.Volume7d},
+		Floor:  changeWindows{TwentyFourHour: in.Changes.Floor24h, SevenDay: in.Changes.Floor7d},
+	}
 	out.Stale = in.StatsFailed && in.AnalyticsFailed
 	return MarshalItem(out)
+}
+
+// DetailSample is what a detail rendered from in shows, as a History
+// sample at t: its floor (as CollectionDetailJSON chooses it) and its 24-hour
+// and 7-day volumes (unknown while analytics fails).
+func DetailSample(in DetailInputs, t time.Time) Sample {
+	var floor *float64
+	if d := in.Doc; d.Chain.Valid() {
+		var an *readmodel.Analytics
+		if !in.AnalyticsFailed {
+			an = in.Analytics
+		}
+		var p *readmodel.Price
+		if an != nil && an.FloorRaw != "" {
+			p = pricePtr(d.Chain, an.FloorRaw, nil)
+		}
+		if p == nil {
+			p = pricePtr(d.Chain, d.FloorRaw, nil)
+		}
+		if p != nil {
+			floor = &p.Decimal
+		}
+	}
+	var v24, v7 *float64
+	if in.Analytics != nil && !in.AnalyticsFailed {
+		v24, v7 = in.Analytics.Volume24h, in.Analytics.Volume7d
+	}
+	return NewSample(t, floor, v24, v7)
 }
 
 func nilF(p *float64) any {
@@ -292,6 +338,12 @@ type Snapshot struct {
 	// snapshot was cut at ListingsCeiling (a row beyond the cut moves in).
 	// A failing source's rows aging out is always one.
 	Deadline time.Time
+	// Listed counts every live, deduplicated listing known, Rows and those
+	// the ceiling cut; BeyondExpires holds the expiries (unix ms) of the
+	// cut rows that have one, ascending, so a reader can count the cut
+	// rows still live at its time.
+	Listed        int
+	BeyondExpires []int64
 }
 
 type sortedRow struct {
@@ -423,7 +475,14 @@ func MergeListings(in SnapshotInputs) Snapshot {
 		}
 	}
 	sort.Slice(rows, func(i, j int) bool { return lessRow(rows[i], rows[j]) })
+	snap.Listed = len(rows)
 	if len(rows) > readmodel.ListingsCeiling {
+		for _, r := range rows[readmodel.ListingsCeiling:] {
+			if r.row.ExpiresAt != nil {
+				snap.BeyondExpires = append(snap.BeyondExpires, r.row.ExpiresAt.UnixMilli())
+			}
+		}
+		sort.Slice(snap.BeyondExpires, func(i, j int) bool { return snap.BeyondExpires[i] < snap.BeyondExpires[j] })
 		rows = rows[:readmodel.ListingsCeiling]
 		for _, r := range rows {
 			expires(r.row)
@@ -450,7 +509,7 @@ func MergeListings(in SnapshotInputs) Snapshot {
 type FloorInputs struct {
 	CollectionID string
 	Chain        readmodel.Chain
-	RoyaltyBps   int64
+	RoyaltyBps   *int64 // nil: unknown (no royalty in buyerFloor, buyerPrice null)
 	// AnalyticsFloorRaw is the live analytics floor ("" when analytics
 	// failed or reported none); SnapshotFloorRaw the stored snapshot.
 	AnalyticsFloorRaw string
@@ -470,6 +529,9 @@ type FloorResult struct {
 	FallbackAfter time.Time
 	Fallback      TimedBody
 	BuyerRaw      string
+	// AskFrom is the source askFloor came from: analytics, indexer-mirror
+	// or collection-index (the stored snapshot); "" when it is null.
+	AskFrom readmodel.Source
 }
 
 type floorResponse struct {
@@ -479,6 +541,28 @@ type floorResponse struct {
 	Aggregated   bool             `json:"aggregated"`
 	UpdatedAt    string           `json:"updatedAt"`
 	Stale        bool             `json:"stale"`
+	// Issue 30's additions, after SPEC's fields: the fees and buyer price
+	// of the floor's row, and asOf (spliced by the API).
+	fees *Fees
+}
+
+// appendJSON writes r as encoding/json would write its exported fields,
+// then fees, buyerPrice and asOf (null: the API splices it).
+func (r *floorResponse) appendJSON() []byte {
+	b, err := json.Marshal(r)
+	if err != nil || len(b) < 2 {
+		return []byte("null")
+	}
+	b = append(b[:len(b)-1], ',')
+	if r.fees == nil {
+		b = append(b, `"fees":null,"buyerPrice":null`...)
+	} else {
+		var ok bool
+		if b, ok = appendFees(b, r.fees); !ok {
+			return []byte("null")
+		}
+	}
+	return append(b, `,"asOf":null}`...)
 }
 
 // BuyerFloorRaw is the buyer all-in cost of filling row on chain c: native
@@ -509,33 +593,50 @@ func BuyerFloorRaw(c readmodel.Chain, r *readmodel.ListingRow, royaltyBps int64)
 func FloorJSON(in FloorInputs) FloorResult {
 	c := in.Chain
 	resp := floorResponse{CollectionID: in.CollectionID, Aggregated: true, UpdatedAt: slotMark}
+	var res FloorResult
 	resp.AskFloor = pricePtr(c, in.AnalyticsFloorRaw, in.USD)
+	if resp.AskFloor != nil {
+		res.AskFrom = readmodel.SourceAnalytics
+	}
 	if resp.AskFloor == nil && in.Snapshot.MirrorCheapest != nil {
 		resp.AskFloor = pricePtr(c, in.Snapshot.MirrorCheapest.PriceRaw, in.USD)
+		if resp.AskFloor != nil {
+			res.AskFrom = readmodel.SourceIndexerMirror
+		}
 	}
 	if resp.AskFloor == nil {
 		resp.AskFloor = pricePtr(c, in.SnapshotFloorRaw, in.USD)
+		if resp.AskFloor != nil {
+			res.AskFrom = readmodel.SourceCollectionIndex
+		}
 	}
-	var res FloorResult
+	var royalty int64
+	if in.RoyaltyBps != nil {
+		royalty = *in.RoyaltyBps
+	}
 	if !in.Snapshot.AllFailed {
 		if len(in.Snapshot.Rows) > 0 {
-			res.BuyerRaw = BuyerFloorRaw(c, &in.Snapshot.Rows[0], in.RoyaltyBps)
+			row := &in.Snapshot.Rows[0]
+			res.BuyerRaw = BuyerFloorRaw(c, row, royalty)
 			resp.BuyerFloor = pricePtr(c, res.BuyerRaw, in.USD)
+			if f, ok := FeesOf(c, row, in.RoyaltyBps, in.USD); ok {
+				resp.fees = &f
+			}
 		}
-		res.Body = splitSlot(MarshalItem(resp), updatedAtKey)
+		res.Body = splitSlot(resp.appendJSON(), updatedAtKey)
 		return res
 	}
 	if c.KeepsLastGoodBuyerFloor() && in.LastGoodRaw != "" && !in.LastGoodAt.IsZero() {
 		if p := pricePtr(c, in.LastGoodRaw, in.USD); p != nil {
 			stale := resp
 			stale.BuyerFloor, stale.Stale = p, true
-			res.Body = splitSlot(MarshalItem(stale), updatedAtKey)
+			res.Body = splitSlot(stale.appendJSON(), updatedAtKey)
 			res.FallbackAfter = in.LastGoodAt.Add(LastGoodBuyerFloorAge)
-			res.Fallback = splitSlot(MarshalItem(resp), updatedAtKey)
+			res.Fallback = splitSlot(resp.appendJSON(), updatedAtKey)
 			return res
 		}
 	}
-	res.Body = splitSlot(MarshalItem(resp), updatedAtKey)
+	res.Body = splitSlot(resp.appendJSON(), updatedAtKey)
 	return res
 }
 

@@ -25,7 +25,9 @@ type CollectionView struct {
 	HasContract bool            // false: sales answer 404, listings report order-book stale
 	Version     uint64
 	USD         uint64 // version of the USD quote the bodies were filled with
-	Detail      []byte // the CollectionDetail object (without the data wrapper)
+	Detail      []byte // the CollectionDetail object (without the data wrapper); stats.asOf is null (SpliceAsOf)
+	// AsOf is what stats.asOf is resolved from.
+	AsOf Freshness
 }
 
 // ListingsView is a collection's listing snapshot.
@@ -41,12 +43,17 @@ type ListingsView struct {
 	ExpiresAt []int64
 	// StaleSources lists the failing listing sources in the order
 	// order-book, indexer-mirror; nil when healthy.
-	StaleSources []readmodel.
-		// AllFailed is true when every listing source failed; with no Items the
-		// API answers 502 upstream_error.
-		Source
-
+	StaleSources []readmodel.Source
+	// AllFailed is true when every listing source failed; with no Items the
+	// API answers 502 upstream_error.
 	AllFailed bool
+	// Listed is how many live listings were known at projection, Items
+	// and those beyond the ceiling; BeyondExpires the expiries (unix ms,
+	// ascending) of the ones beyond it that expire (Snapshot).
+	Listed        int
+	BeyondExpires []int64
+	// AsOf is what the snapshot's asOf is resolved from.
+	AsOf Freshness
 }
 
 // TimedBody is a prepared JSON body with at most one slot where the API
@@ -68,6 +75,9 @@ type FloorView struct {
 	Body          TimedBody // updatedAt is the slot
 	FallbackAfter time.Time
 	Fallback      TimedBody
+	// AsOf is what asOf (the body's last field, null as prepared) is
+	// resolved from.
+	AsOf Freshness
 }
 
 // TokenView is a token's prepared TokenDetail object. The slot, when timed,

@@ -48,6 +48,8 @@ var (
 	pSaleKey     = []byte("i/sk/")
 	pBrowseBack  = []byte("i/bk/")
 	pDeadline    = []byte("i/dl/")
+	pPolled      = []byte("i/pl/")
+	pHistory     = []byte("i/h/")
 	_            = []byte("i/dt/") // token deadlines before schema 3 (now inside the token view): do not reuse
 
 	pPosition  = []byte("m/p/")
@@ -160,6 +162,32 @@ func (d *dec) flag() bool {
 	return f
 }
 
+// freshness writes a value's asOf sources: their count, then per source
+// its poll, last success and health.
+func (e *enc) freshness(f render.Freshness) {
+	e.u(uint64(f.N))
+	for i := 0; i < int(f.N); i++ {
+		x := f.Entries[i]
+		e.u(uint64(x.Poll))
+		e.i(x.At)
+		e.flag(x.Live)
+	}
+}
+
+func (d *dec) freshness() render.Freshness {
+	var f render.Freshness
+	n := d.u()
+	if n > render.MaxFreshness {
+		d.bad = true
+		return f
+	}
+	for i := 0; i < int(n) && !d.bad; i++ {
+		f.Entries[i] = render.FreshnessEntry{Poll: uint8(d.u()), At: d.i(), Live: d.flag()}
+	}
+	f.N = uint8(n)
+	return f
+}
+
 func (d *dec) timed() render.TimedBody {
 	t := render.TimedBody{Timed: d.flag()}
 	t.Head = d.bytes()
@@ -175,6 +203,7 @@ func encodeCollection(v render.CollectionView) []byte {
 	e.str(string(v.Chain))
 	e.flag(v.HasContract)
 	e.bytes(v.Detail)
+	e.freshness(v.AsOf)
 	return e.b
 }
 
@@ -184,6 +213,7 @@ func decodeCollection(id string, b []byte) (render.CollectionView, bool) {
 	v.Chain = readmodel.Chain(d.str())
 	v.HasContract = d.flag()
 	v.Detail = d.bytes()
+	v.AsOf = d.freshness()
 	return v, !d.bad
 }
 
@@ -196,6 +226,7 @@ func encodeFloor(v render.FloorView) []byte {
 	}
 	e.i(after)
 	e.timed(v.Fallback)
+	e.freshness(v.AsOf)
 	return e.b
 }
 
@@ -207,6 +238,7 @@ func decodeFloor(b []byte) (render.FloorView, bool) {
 		v.FallbackAfter = time.Unix(0, after).UTC()
 	}
 	v.Fallback = d.timed()
+	v.AsOf = d.freshness()
 	return v, !d.bad
 }
 
@@ -226,6 +258,12 @@ func encodeListings(v render.ListingsView) []byte {
 		e.i(exp)
 		e.bytes(it)
 	}
+	e.u(uint64(v.Listed))
+	e.u(uint64(len(v.BeyondExpires)))
+	for _, x := range v.BeyondExpires {
+		e.i(x)
+	}
+	e.freshness(v.AsOf)
 	return e.b
 }
 
@@ -250,6 +288,15 @@ func decodeListings(b []byte) (render.ListingsView, bool) {
 		v.ExpiresAt = append(v.ExpiresAt, d.i())
 		v.Items = append(v.Items, d.bytes())
 	}
+	v.Listed = int(d.u())
+	nb := d.u()
+	if nb > uint64(len(d.b)) {
+		return v, false
+	}
+	for j := uint64(0); j < nb && !d.bad; j++ {
+		v.BeyondExpires = append(v.BeyondExpires, d.i())
+	}
+	v.AsOf = d.freshness()
 	return v, !d.bad
 }
 

@@ -292,7 +292,9 @@ func gcPause(took time.Duration, share float64) time.Duration {
 //	   generation (i/tg/)
 //	10: no token views: a token's record carries its version and native
 //	   order-book rows, and the store renders the view on read
-const Schema = "10"
+//	11: collection, floor and listings views carry their asOf sources;
+//	   listings views the listed count and the cut rows' expiries (issue 30)
+const Schema = "11"
 
 // schema is what the store records: Schema and a fingerprint of the token
 // record's field lists (readmodel.TokenDoc's and ListingRow's Fields), so

@@ -260,6 +260,8 @@ const (
 	InTokenBucket                  // (cid, bucket) a bucket's token keys and their hashes (the projector's format)
 	InTokenGen                     // (cid) generation of a collection's token buckets (the projector's format)
 	InJob                          // (name) node-local job state
+	InPolled                       // (poll name) when the poll last succeeded (readmodel.Polled)
+	InHistory                      // (cid) a collection's detail history (render.History, raw)
 )
 
 func inputKey(kind InputKind, parts []string) []byte {
@@ -286,6 +288,10 @@ func inputKey(kind InputKind, parts []string) []byte {
 		return key(pTokenGen, parts...)
 	case InJob:
 		return key(pJob, parts...)
+	case InPolled:
+		return key(pPolled, parts...)
+	case InHistory:
+		return key(pHistory, parts...)
 	}
 	return key([]byte("i/?/"), parts...)
 }
