@@ -128,12 +128,13 @@ func (s *Server) getCollection(c *fiber.Ctx, rt *route, _ time.Time) error {
 		return errCollection
 	}
 	setJSON(c)
-	if writeCache(c, rt, s.newETag("collection").str(cv.ID).version(cv.Version).num(cv.USD)) {
+	asOf := cv.AsOf.Resolve(s.pollTimes(c.UserContext()))
+	if writeCache(c, rt, s.newETag("collection").str(cv.ID).version(cv.Version).num(cv.USD).num(uint64(asOf))) {
 		return nil
 	}
 	resp := c.Response()
 	resp.AppendBodyString(`{"data":`)
-	resp.AppendBody(cv.Detail)
+	appendWithAsOf(resp, cv.Detail, len(`},"stale":false}`), asOf, false) // stats.asOf
 	resp.AppendBodyString("}")
 	return nil
 }

@@ -32,7 +32,8 @@ func (s *Server) getFloor(c *fiber.Ctx, rt *route, now time.Time) error {
 		return errCollection
 	}
 	setJSON(c)
-	tag := s.newETag("floor").str(cv.ID).version(cv.Version).version(fv.Version).num(fv.USD)
+	asOf := fv.AsOf.Resolve(s.pollTimes(c.UserContext()))
+	tag := s.newETag("floor").str(cv.ID).version(cv.Version).version(fv.Version).num(fv.USD).num(uint64(asOf))
 	if fallback {
 		tag = tag.str("fallback")
 	}
@@ -41,7 +42,7 @@ func (s *Server) getFloor(c *fiber.Ctx, rt *route, now time.Time) error {
 	}
 	resp := c.Response()
 	resp.AppendBodyString(`{"data":`)
-	s.appendTimed(resp, body, now)
+	s.appendTimedAsOf(resp, body, now, asOf, false)
 	resp.AppendBodyString("}")
 	return nil
 }

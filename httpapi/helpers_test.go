@@ -48,6 +48,7 @@ type fakeReader struct {
 	calls     map[string]int
 
 	index *readmodel.PollStatus // the collection index's poll status; nil: none applied
+	polls render.PollTimes      // when each poll last succeeded (PollClock)
 
 	lastBrowse [2]string // sort, chain of the last Browse
 	lastToken  [3]string
@@ -226,6 +227,14 @@ func (f *fakeReader) CollectionIndexStatus(context.Context) (readmodel.PollStatu
 	return *f.index, true, nil
 }
 
+// PollTimes implements PollClock: a copy of what the test set.
+func (f *fakeReader) PollTimes(context.Context) *render.PollTimes {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pt := f.polls
+	return &pt
+}
+
 func (f *fakeReader) Token(_ context.Context, chain readmodel.Chain, address, tokenID string) (render.TokenView, error) {
 	if err := f.enter("Token"); err != nil {
 		return render.TokenView{}, err
@@ -261,6 +270,12 @@ func evmItem(collection, contract string, tokenID int, priceWei string, decimal 
 	return b
 }
 
+// withFees is item as a row of the listings feed, which carries its fees
+// (issue 30); this collection's royalty is unknown.
+func withFees(item []byte) []byte {
+	return append(item[:len(item)-1], `,"fees":[{"kind":"platform","bps":200,"amount":{"raw":"20","decimal":2e-17,"currency":"ETH","usd":null}},{"kind":"royalty","bps":null,"amount":null}],"buyerPrice":null}`...)
+}
+
 // saleItem is a pre-encoded sale MarketItem.
 func saleItem(collection string, n int) []byte {
 	it := readmodel.MarketItem{
@@ -289,7 +304,7 @@ const (
 	solAsset     = "7xKXtg2CW87d97TXJSDpbD5jBkheTqA83TZRuJosgAsU"
 )
 
-var detailJSON = []byte(`{"id":"` + testID + `","chain":"ethereum","contractAddress":"` + testContract + `","name":"Cool","slug":"cool-cats","image":null,"banner":null,"description":null,"tokenStandard":"ERC721","royaltyBps":500,"stats":{"floor":{"raw":"1000000000000000000","decimal":1,"currency":"ETH","usd":null},"volume":{"allTime":10,"sevenDay":null,"twentyFourHour":null},"sales":{"allTime":3,"sevenDay":null,"twentyFourHour":null},"supply":100,"owners":null,"listedCount":null},"stale":false}`)
+var detailJSON = []byte(`{"id":"` + testID + `","chain":"ethereum","contractAddress":"` + testContract + `","name":"Cool","slug":"cool-cats","image":null,"banner":null,"description":null,"tokenStandard":"ERC721","royaltyBps":500,"stats":{"floor":{"raw":"1000000000000000000","decimal":1,"currency":"ETH","usd":null},"volume":{"allTime":10,"sevenDay":null,"twentyFourHour":null},"sales":{"allTime":3,"sevenDay":null,"twentyFourHour":null},"supply":100,"owners":null,"listedCount":null,"change":{"volume":{"twentyFourHour":null,"sevenDay":null},"floor":{"twentyFourHour":0.5,"sevenDay":null}},"asOf":null},"stale":false}`)
 
 func floorBody(id string, buyer string, stale bool) render.TimedBody {
 	bf := "null"
@@ -298,7 +313,7 @@ func floorBody(id string, buyer string, stale bool) render.TimedBody {
 	}
 	return render.TimedBody{
 		Head:  []byte(`{"collectionId":"` + id + `","askFloor":{"raw":"1000000000000000000","decimal":1,"currency":"ETH","usd":3000},"buyerFloor":` + bf + `,"aggregated":true,"updatedAt":"`),
-		Tail:  []byte(`","stale":` + strconv.FormatBool(stale) + `}`),
+		Tail:  []byte(`","stale":` + strconv.FormatBool(stale) + `,"fees":null,"buyerPrice":null,"asOf":null}`),
 		Timed: true,
 	}
 }
@@ -330,7 +345,7 @@ func seed(r *fakeReader) {
 func listingsView(v uint64, n int, exp func(i int) int64) render.ListingsView {
 	lv := render.ListingsView{Version: v}
 	for i := 0; i < n; i++ {
-		lv.Items = append(lv.Items, evmItem(testID, testContract, i, strconv.Itoa(1000+i), float64(1000+i)/1e18, fmt.Sprintf("o%d-%d", v, i)))
+		lv.Items = append(lv.Items, withFees(evmItem(testID, testContract, i, strconv.Itoa(1000+i), float64(1000+i)/1e18, fmt.Sprintf("o%d-%d", v, i))))
 		var e int64
 		if exp != nil {
 			e = exp(i)

@@ -78,8 +78,11 @@ func (s *Server) getListings(c *fiber.Ctx, rt *route, now time.Time) error {
 		return errAllListFeeds
 	}
 
+	listed, truncated := liveCount(&lv, liveTotal, nowMs)
+	asOf := lv.AsOf.Resolve(s.pollTimes(c.UserContext()))
+
 	setJSON(c)
-	tag := s.newETag("listings").str(cv.ID).version(cv.Version).version(lv.Version).num(lv.USD).num(expired).num(offset).num(uint64(limit))
+	tag := s.newETag("listings").str(cv.ID).version(cv.Version).version(lv.Version).num(lv.USD).num(expired).num(offset).num(uint64(limit)).num(listed).num(uint64(asOf))
 	if writeCache(c, rt, tag) {
 		return nil
 	}
@@ -87,7 +90,7 @@ func (s *Server) getListings(c *fiber.Ctx, rt *route, now time.Time) error {
 	// snapshot version are fixed by how many have expired) and the
 	// cursor's minute.
 	var kb [160]byte
-	key, h, hit := s.pageFromMemo(c, newMemoKey(kb[:0], cursorListings).str(cv.ID).num(cv.Version).num(lv.Version).num(lv.USD).num(expired).num(offset).num(uint64(limit)), now)
+	key, h, hit := s.pageFromMemo(c, newMemoKey(kb[:0], cursorListings).str(cv.ID).num(cv.Version).num(lv.Version).num(lv.USD).num(expired).num(offset).num(uint64(limit)).num(listed).num(uint64(asOf)), now)
 	if hit {
 		return nil
 	}
@@ -118,6 +121,7 @@ func (s *Server) getListings(c *fiber.Ctx, rt *route, now time.Time) error {
 		next = s.cursors.appendCursor(b[:0], cursor{kind: cursorListings, bind: cv.ID, offset: uint64(i), version: lv.Version}, now)
 	}
 	appendPagination(resp, next, hasMore)
+	appendSnapshot(resp, asOf, listed, truncated)
 	if len(stale) > 0 {
 		resp.AppendBodyString(`,"meta":{"stale":true,"staleSources":[`)
 		for j, src := range stale {

@@ -96,6 +96,7 @@ type Server struct {
 	injectedNow  bool
 	cursors      *cursorCodec
 	indexStatus  IndexStatus // nil: the Reader does not know the index's polls
+	polls        PollClock   // nil: the Reader does not know when polls last succeeded
 	rowRetention time.Duration
 	limiter      *limiter
 	trusted      []netip.Prefix
@@ -178,6 +179,7 @@ func New(cfg Config, r Reader, log zerolog.Logger) (*Server, error) {
 		rowRetention: cfg.RowRetention,
 	}
 	s.indexStatus, _ = r.(IndexStatus)
+	s.polls, _ = r.(PollClock)
 	s.app = fiber.New(fiber.Config{
 		AppName:               "marketd",
 		CaseSensitive:         true, // Solana mints are case-sensitive

@@ -64,12 +64,13 @@ func (s *Server) getToken(c *fiber.Ctx, rt *route, now time.Time) error {
 		return errTokenMissing
 	}
 	setJSON(c)
-	if writeCache(c, rt, s.newETag("token").str(string(chain)).str(address).str(tokenID).version(tv.Version).num(tv.USD)) {
+	asOf := s.tokenAsOf(c.UserContext(), chain)
+	if writeCache(c, rt, s.newETag("token").str(string(chain)).str(address).str(tokenID).version(tv.Version).num(tv.USD).num(uint64(asOf))) {
 		return nil
 	}
 	resp := c.Response()
 	resp.AppendBodyString(`{"data":`)
-	s.appendTimed(resp, tv.Body, now)
+	s.appendTimedAsOf(resp, tv.Body, now, asOf, true)
 	resp.AppendBodyString("}")
 	return nil
 }

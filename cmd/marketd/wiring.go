@@ -15,6 +15,7 @@ import (
 	"github.com/marketd/marketd/readmodel"
 	"github.com/marketd/marketd/readmodel/bus"
 	"github.com/marketd/marketd/readmodel/projector"
+	"github.com/marketd/marketd/readmodel/render"
 	"github.com/marketd/marketd/readmodel/store"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -320,6 +321,8 @@ type views struct {
 	read   bool
 	status readmodel.PollStatus
 	ok     bool
+
+	polled atomic.Pointer[polledAt] // poll successes, per applied state position
 }
 
 // CollectionIndexStatus reads the status once per applied state position:
@@ -343,4 +346,33 @@ func (v *views) CollectionIndexStatus(ctx context.Context) (readmodel.PollStatus
 	v.at, v.read, v.status, v.ok = at, true, st, ok
 	v.mu.Unlock()
 	return st, ok, nil
+}
+
+// polledAt is the poll successes read at one applied state position.
+type polledAt struct {
+	at    uint64
+	times render.PollTimes
+}
+
+// PollTimes reads when each poll last succeeded once per applied state
+// position (httpapi.PollClock): asOf is resolved on every request, and
+// the times only change when the projector applies something. A read
+// failure answers what was read last (asOf then lags; it never guesses
+// ahead).
+func (v *views) PollTimes(ctx context.Context) *render.PollTimes {
+	at := v.proj.Applied().State
+	cur := v.polled.Load()
+	if cur != nil && cur.at == at {
+		return &cur.times
+	}
+	pt, err := projector.PollTimes(ctx, v.Store)
+	if err != nil {
+		if cur != nil {
+			return &cur.times
+		}
+		return &render.PollTimes{}
+	}
+	next := &polledAt{at: at, times: pt}
+	v.polled.Store(next)
+	return &next.times
 }

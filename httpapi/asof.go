@@ -1,0 +1,120 @@
+package httpapi
+
+import (
+	"context"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/render"
+)
+
+// asOf (issue 30): the floor, a collection detail's stats, a listings
+// snapshot and a token say when the sources behind them last succeeded.
+// A view records which sources those are and what it knew of them when it
+// was rendered (render.Freshness); a healthy source's last success moves
+// every cycle without the view changing, so it is resolved here, per
+// request, against the polls' latest successes (PollClock): a few loads
+// and a comparison, the time formatted into the response buffer.
+// ETags and page memo keys include the resolved value, so a revalidation
+// sees a moved asOf as a change.
+
+// PollClock is implemented by a Reader that knows when each poll last
+// succeeded (cmd/marketd's does). Without it an asOf resolves from what
+// its view recorded alone.
+type PollClock interface {
+	// PollTimes returns when each poll (by index into readmodel.Polls)
+	// last succeeded, as applied to the views; never nil, never modified
+	// after it is returned.
+	PollTimes(ctx context.Context) *render.PollTimes
+}
+
+// pollTimes returns the latest poll successes, nil when the Reader does
+// not know them.
+func (s *Server) pollTimes(ctx context.Context) *render.PollTimes {
+	if s.polls == nil {
+		return nil
+	}
+	return s.polls.PollTimes(ctx)
+}
+
+// tokenAsOf resolves a token's asOf: the indexer mirror's token poll,
+// and on EVM chains the order book (its native listing). Token views keep
+// no per-collection statuses, so both are the polls' latest successes.
+func (s *Server) tokenAsOf(ctx context.Context, chain readmodel.Chain) int64 {
+	var f render.Freshness
+	f.Add(readmodel.PollMirrorTokens, nil)
+	if chain.IsEVM() {
+		f.Add(string(readmodel.SourceOrderBook), nil)
+	}
+	return f.Resolve(s.pollTimes(ctx))
+}
+
+// appendWithAsOf appends body, whose last `"asOf":null` lies within
+// maxTail bytes of its end, with asOf in its place; a body without one
+// gets `,"asOf":…` before its closing brace when add is set, else is
+// appended as is.
+func appendWithAsOf(resp *fasthttp.Response, body []byte, maxTail int, asOf int64, add bool) {
+	var buf [40]byte
+	if at, ok := render.SpliceAsOf(body, maxTail); ok {
+		resp.AppendBody(body[:at])
+		resp.AppendBody(render.AppendAsOf(buf[:0], asOf))
+		resp.AppendBody(body[at+len("null"):])
+		return
+	}
+	if !add || len(body) == 0 || body[len(body)-1] != '}' {
+		resp.AppendBody(body)
+		return
+	}
+	resp.AppendBody(body[:len(body)-1])
+	resp.AppendBodyString(`,"asOf":`)
+	resp.AppendBody(render.AppendAsOf(buf[:0], asOf))
+	resp.AppendBodyString("}")
+}
+
+// appendTimedAsOf is appendTimed for a body whose asOf is its last field
+// (floor) or is added at its end (add: token).
+func (s *Server) appendTimedAsOf(resp *fasthttp.Response, tb render.TimedBody, now time.Time, asOf int64, add bool) {
+	if !tb.Timed {
+		appendWithAsOf(resp, tb.Head, len(`}`), asOf, add)
+		return
+	}
+	resp.AppendBody(tb.Head)
+	s.appendTime(resp, now)
+	appendWithAsOf(resp, tb.Tail, len(`}`), asOf, add)
+}
+
+// liveCount is how many of a snapshot's listings are live at nowMs:
+// those of the window (window, counted by the caller) and those the
+// ceiling cut that have not expired since projection.
+func liveCount(lv *render.ListingsView, window uint64, nowMs int64) (listed uint64, truncated bool) {
+	beyond := lv.Listed - len(lv.Items)
+	if beyond < 0 {
+		beyond = 0
+	}
+	gone := sort.Search(len(lv.BeyondExpires), func(i int) bool { return lv.BeyondExpires[i] > nowMs })
+	beyond -= gone
+	if beyond < 0 {
+		beyond = 0
+	}
+	return window + uint64(beyond), beyond > 0
+}
+
+// appendSnapshot appends a listings page's `,"snapshot":{…}`: the
+// snapshot's asOf, how many listings are live and whether the ceiling cut
+// any.
+func appendSnapshot(resp *fasthttp.Response, asOf int64, listed uint64, truncated bool) {
+	var buf [40]byte
+	resp.AppendBodyString(`,"snapshot":{"asOf":`)
+	resp.AppendBody(render.AppendAsOf(buf[:0], asOf))
+	resp.AppendBodyString(`,"listedCount":`)
+	resp.AppendBody(strconv.AppendUint(buf[:0], listed, 10))
+	if truncated {
+		resp.AppendBodyString(`,"truncated":true}`)
+	} else {
+		resp.AppendBodyString(`,"truncated":false}`)
+	}
+}
