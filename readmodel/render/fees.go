@@ -2,6 +2,7 @@ package render
 
 import (
 	"math/big"
+	"math/bits"
 	"strconv"
 	"time"
 
@@ -37,19 +38,22 @@ const (
 // routed through the service's own UI (SPEC §1).
 const AggregatorFeeBps = 200
 
-// Fee is one charge on top of an ask. Bps and Amount are nil when unknown
-// (a royalty of a collection with no royaltyBps).
+// Fee is one charge on top of an ask. Known is false when its rate is
+// unknown (a royalty of a collection with no royaltyBps): then bps and
+// amount are null.
 type Fee struct {
 	Kind   string
-	Bps    *int64
-	Amount *readmodel.Price
+	Bps    int64
+	Amount readmodel.Price
+	Known  bool
 }
 
 // Fees is what a buyer pays for one listing: the charges, and the total
-// (nil when a charge is unknown).
+// (BuyerKnown false when a charge is unknown).
 type Fees struct {
-	List  []Fee
-	Buyer *readmodel.Price
+	List       [2]Fee
+	Buyer      readmodel.Price
+	BuyerKnown bool
 }
 
 // FeesOf returns the fees of buying row r on chain c, in the order the
@@ -57,32 +61,77 @@ type Fees struct {
 // false when the ask cannot be interpreted. royaltyBps nil is unknown.
 // usd is the rate the prices carry (nil: null, the prepared form).
 func FeesOf(c readmodel.Chain, r *readmodel.ListingRow, royaltyBps *int64, usd *float64) (Fees, bool) {
-	ask, err := readmodel.ParseRaw(r.PriceRaw)
-	if err != nil {
-		return Fees{}, false
-	}
+	var f Fees
 	kind, bps := FeeAggregator, int64(AggregatorFeeBps)
 	if r.Native() {
 		kind, bps = FeePlatform, c.PlatformFeeBps()
 	}
-	total := new(big.Int).Set(ask)
-	charge := func(kind string, bps int64) Fee {
-		amt := feeAmount(ask, bps)
-		total.Add(total, amt)
-		p := NewPrice(c, amt, usd)
-		b := bps
-		return Fee{Kind: kind, Bps: &b, Amount: &p}
+	royalty := int64(-1)
+	if royaltyBps != nil {
+		royalty = max(*royaltyBps, 0)
 	}
-	f := Fees{List: make([]Fee, 0, 2)}
-	f.List = append(f.List, charge(kind, bps))
-	if royaltyBps == nil {
-		f.List = append(f.List, Fee{Kind: FeeRoyalty})
+	amounts, total, ok := feeAmounts(r.PriceRaw, bps, royalty)
+	if !ok {
+		return f, false
+	}
+	f.List[0] = Fee{Kind: kind, Bps: bps, Amount: newPrice(c, amounts[0], usd), Known: true}
+	f.List[1] = Fee{Kind: FeeRoyalty}
+	if royalty < 0 {
 		return f, true
 	}
-	f.List = append(f.List, charge(FeeRoyalty, max(*royaltyBps, 0)))
-	p := NewPrice(c, total, usd)
-	f.Buyer = &p
+	f.List[1] = Fee{Kind: FeeRoyalty, Bps: royalty, Amount: newPrice(c, amounts[1], usd), Known: true}
+	f.Buyer, f.BuyerKnown = newPrice(c, total, usd), true
 	return f, true
+}
+
+// feeAmounts returns ceil(ask × bps / 10000) for the two rates (the second
+// skipped when negative) and the ask plus both, in canonical decimal text.
+// Asks that fit 64 bits (up to about 18 ETH in wei) take 128-bit integer
+// arithmetic; larger ones big.Int.
+func feeAmounts(raw string, bps, royalty int64) (amounts [2]string, total string, ok bool) {
+	if ask, err := strconv.ParseUint(raw, 10, 64); err == nil && bps >= 0 && bps < 1<<20 && royalty < 1<<20 {
+		fee := func(b int64) (uint64, bool) {
+			if b <= 0 {
+				return 0, true
+			}
+			hi, lo := bits.Mul64(ask, uint64(b))
+			if hi >= 10000 {
+				return 0, false
+			}
+			q, rem := bits.Div64(hi, lo, 10000)
+			if rem > 0 {
+				q++
+			}
+			return q, true
+		}
+		a, ok1 := fee(bps)
+		var b uint64
+		ok2 := true
+		if royalty > 0 {
+			b, ok2 = fee(royalty)
+		}
+		sum, c1 := bits.Add64(ask, a, 0)
+		sum, c2 := bits.Add64(sum, b, 0)
+		if ok1 && ok2 && c1 == 0 && c2 == 0 {
+			amounts[0] = strconv.FormatUint(a, 10)
+			amounts[1] = strconv.FormatUint(b, 10)
+			return amounts, strconv.FormatUint(sum, 10), true
+		}
+	}
+	ask, err := readmodel.ParseRaw(raw)
+	if err != nil {
+		return amounts, "", false
+	}
+	t := new(big.Int).Set(ask)
+	a := feeAmount(ask, bps)
+	t.Add(t, a)
+	amounts[0] = a.String()
+	if royalty >= 0 {
+		b := feeAmount(ask, royalty)
+		t.Add(t, b)
+		amounts[1] = b.String()
+	}
+	return amounts, t.String(), true
 }
 
 // feeAmount is ceil(ask × bps / 10000); 0 for bps ≤ 0.
@@ -105,27 +154,23 @@ func appendFees(b []byte, f *Fees) ([]byte, bool) {
 		}
 		b = append(b, `{"kind":`...)
 		b = appendJSONString(b, fe.Kind)
-		b = append(b, `,"bps":`...)
-		if fe.Bps == nil {
-			b = append(b, "null"...)
-		} else {
-			b = strconv.AppendInt(b, *fe.Bps, 10)
+		if !fe.Known {
+			b = append(b, `,"bps":null,"amount":null}`...)
+			continue
 		}
+		b = append(b, `,"bps":`...)
+		b = strconv.AppendInt(b, fe.Bps, 10)
 		b = append(b, `,"amount":`...)
-		if b, ok = appendPricePtr(b, fe.Amount); !ok {
+		if b, ok = appendPrice(b, &fe.Amount); !ok {
 			return b, false
 		}
 		b = append(b, '}')
 	}
 	b = append(b, `],"buyerPrice":`...)
-	return appendPricePtr(b, f.Buyer)
-}
-
-func appendPricePtr(b []byte, p *readmodel.Price) ([]byte, bool) {
-	if p == nil {
+	if !f.BuyerKnown {
 		return append(b, "null"...), true
 	}
-	return appendPrice(b, p)
+	return appendPrice(b, &f.Buyer)
 }
 
 // ListingRowJSON renders listing row r as a row of the listings feed: its
@@ -140,8 +185,8 @@ func ListingRowJSON(r *readmodel.ListingRow, royaltyBps *int64, usd *float64, ob
 	if !ok {
 		return nil, false
 	}
-	b := MarshalItem(it)
-	if len(b) < 2 || b[len(b)-1] != '}' {
+	b, ok := appendItem(make([]byte, 0, 1024), &it)
+	if !ok || len(b) < 2 {
 		return nil, false
 	}
 	b = append(b[:len(b)-1], ',')

@@ -30,6 +30,10 @@ func TestFeesOf(t *testing.T) {
 		{"each charge rounds up to a base unit", readmodel.Ethereum, "NATIVE", "101", i64(1), []string{"platform", "royalty"}, []string{"3", "1"}, "105"},
 		{"unknown royalty: no total", readmodel.Solana, "tensor", "1000", nil, []string{"aggregator", "royalty"}, []string{"20", ""}, ""},
 		{"a negative royalty charges nothing", readmodel.Ethereum, "NATIVE", "100", i64(-5), []string{"platform", "royalty"}, []string{"2", "0"}, "102"},
+		{"an ask past 64 bits: exact big-integer arithmetic", readmodel.Ethereum, "NATIVE", "123456789012345678901234567", i64(333),
+			[]string{"platform", "royalty"}, []string{"2469135780246913578024692", "4111111074111111107411112"}, "130037035866703703586670371"},
+		{"an ask at the top of 64 bits: the sum overflows, big integers take over", readmodel.Ethereum, "NATIVE", "18446744073709551615", i64(0),
+			[]string{"platform", "royalty"}, []string{"368934881474191033", "0"}, "18815678955183742648"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -39,8 +43,7 @@ func TestFeesOf(t *testing.T) {
 			var kinds, raws []string
 			for _, fe := range f.List {
 				kinds = append(kinds, fe.Kind)
-				if fe.Amount == nil {
-					assert.Nil(t, fe.Bps)
+				if !fe.Known {
 					raws = append(raws, "")
 				} else {
 					raws = append(raws, fe.Amount.Raw)
@@ -49,9 +52,9 @@ func TestFeesOf(t *testing.T) {
 			assert.Equal(t, tc.wantKinds, kinds)
 			assert.Equal(t, tc.wantRaw, raws)
 			if tc.wantBuyer == "" {
-				assert.Nil(t, f.Buyer)
+				assert.False(t, f.BuyerKnown)
 			} else {
-				require.NotNil(t, f.Buyer)
+				require.True(t, f.BuyerKnown)
 				assert.Equal(t, tc.wantBuyer, f.Buyer.Raw)
 			}
 		})
@@ -188,4 +191,27 @@ func TestHistoryIsBounded(t *testing.T) {
 	unknown := History{NewSample(time.Unix(0, 0), nil, nil, nil)}
 	assert.True(t, math.IsNaN(DecodeHistory(unknown.Encode())[0].Vol7d), "unknown survives the record")
 	t.Logf("at most %d samples, %d bytes", most, len(h.Encode()))
+}
+
+// BenchmarkListingRow: a listing row as the projector renders it, with
+// and without its fees (what issue 30 adds to every listings render).
+func BenchmarkListingRow(b *testing.B) {
+	bps := int64(500)
+	r := &readmodel.ListingRow{Chain: readmodel.Ethereum, ContractAddress: "0x1111111111111111111111111111111111111111", TokenID: "1234",
+		CollectionID: "ethereum_0x1111111111111111111111111111111111111111", PriceRaw: "16614000000730570453", Seller: "0x8e8f0500b74c8f81342a3503e51a926983ffaa7d",
+		Marketplace: "NATIVE", Status: readmodel.StatusActive, Timestamp: time.Unix(1700000000, 0), OrderID: "ethereum_0x1111111111111111111111111111111111111111_1234_1700000000000"}
+	b.Run("item", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			it, _ := ListingItem(r, nil, time.Time{})
+			_ = TemplateUSD(MarshalItem(it))
+		}
+	})
+	b.Run("item+fees", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			row, _ := ListingRowJSON(r, &bps, nil, time.Time{})
+			_ = TemplateUSD(row)
+		}
+	})
 }
