@@ -220,14 +220,7 @@ func CollectionDetailJSON(in DetailInputs) []byte {
 	if in.StatsFailed {
 		st = nil
 	}
-	if d.Chain.Valid() {
-		if an != nil && an.FloorRaw != "" {
-			out.Stats.Floor = pricePtr(d.Chain, an.FloorRaw, in.USD)
-		}
-		if out.Stats.Floor == nil {
-			out.Stats.Floor = pricePtr(d.Chain, d.FloorRaw, in.USD)
-		}
-	}
+	out.Stats.Floor = detailFloor(in, in.USD)
 	out.Stats.Volume = windows{AllTime: nilF(nil), SevenDay: nilF(nil), TwentyFourHour: nilF(nil)}
 	out.Stats.Sales = windows{AllTime: nilI(nil), SevenDay: nilI(nil), TwentyFourHour: nilI(nil)}
 	if an != nil {
@@ -260,27 +253,29 @@ func CollectionDetailJSON(in DetailInputs) []byte {
 // and 7-day volumes (unknown while analytics fails).
 func DetailSample(in DetailInputs, t time.Time) Sample {
 	var floor *float64
-	if d := in.Doc; d.Chain.Valid() {
-		var an *readmodel.Analytics
-		if !in.AnalyticsFailed {
-			an = in.Analytics
-		}
-		var p *readmodel.Price
-		if an != nil && an.FloorRaw != "" {
-			p = pricePtr(d.Chain, an.FloorRaw, nil)
-		}
-		if p == nil {
-			p = pricePtr(d.Chain, d.FloorRaw, nil)
-		}
-		if p != nil {
-			floor = &p.Decimal
-		}
+	if p := detailFloor(in, nil); p != nil {
+		floor = &p.Decimal
 	}
 	var v24, v7 *float64
 	if in.Analytics != nil && !in.AnalyticsFailed {
 		v24, v7 = in.Analytics.Volume24h, in.Analytics.Volume7d
 	}
 	return NewSample(t, floor, v24, v7)
+}
+
+// detailFloor is a detail's stats.floor: the live analytics floor when
+// its poll is ok, else the stored snapshot; nil without a usable chain.
+func detailFloor(in DetailInputs, usd *float64) *readmodel.Price {
+	d := in.Doc
+	if !d.Chain.Valid() {
+		return nil
+	}
+	if in.Analytics != nil && !in.AnalyticsFailed && in.Analytics.FloorRaw != "" {
+		if p := pricePtr(d.Chain, in.Analytics.FloorRaw, usd); p != nil {
+			return p
+		}
+	}
+	return pricePtr(d.Chain, d.FloorRaw, usd)
 }
 
 func nilF(p *float64) any {
