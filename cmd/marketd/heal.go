@@ -492,6 +492,16 @@ func (h *healer) Token(ctx context.Context, chain readmodel.Chain, address, toke
 	return read(h, "token", func(v *views) (render.TokenView, error) { return v.Token(ctx, chain, address, tokenID) })
 }
 
+// PollTimes is httpapi.PollClock: when each poll last succeeded, as the
+// views served applied it (none while they are rebuilt).
+func (h *healer) PollTimes(ctx context.Context) *render.PollTimes {
+	pt, _ := read(h, "poll times", func(v *views) (*render.PollTimes, error) { return v.pollTimes(ctx) })
+	if pt == nil {
+		return &noPollTimes
+	}
+	return pt
+}
+
 func (h *healer) CollectionIndexStatus(ctx context.Context) (readmodel.PollStatus, bool, error) {
 	type st struct {
 		s  readmodel.PollStatus

@@ -354,25 +354,29 @@ type polledAt struct {
 	times render.PollTimes
 }
 
-// PollTimes reads when each poll last succeeded once per applied state
-// position (httpapi.PollClock): asOf is resolved on every request, and
-// the times only change when the projector applies something. A read
-// failure answers what was read last (asOf then lags; it never guesses
-// ahead).
-func (v *views) PollTimes(ctx context.Context) *render.PollTimes {
+// pollTimes reads when each poll last succeeded once per applied state
+// position (the healer's PollTimes, httpapi.PollClock): asOf is resolved
+// on every request, and the times only change when the projector applies
+// something. On a read failure it answers what was read last (asOf then
+// lags; it never guesses ahead) with the error.
+func (v *views) pollTimes(ctx context.Context) (*render.PollTimes, error) {
 	at := v.proj.Applied().State
 	cur := v.polled.Load()
 	if cur != nil && cur.at == at {
-		return &cur.times
+		return &cur.times, nil
 	}
 	pt, err := projector.PollTimes(ctx, v.Store)
 	if err != nil {
 		if cur != nil {
-			return &cur.times
+			return &cur.times, err
 		}
-		return &render.PollTimes{}
+		return &noPollTimes, err
 	}
 	next := &polledAt{at: at, times: pt}
 	v.polled.Store(next)
-	return &next.times
+	return &next.times, nil
 }
+
+// noPollTimes knows no poll's success (every asOf of a healthy source is
+// null); never modified.
+var noPollTimes render.PollTimes
