@@ -11,8 +11,10 @@
 //
 // At Open the saved position is checked against the stream: a stream whose
 // last sequence is below it, or whose message at the saved sequence has
-// another id, lost its tail and re-issued sequence numbers; the store is
-// then reset and rebuilt from the start of the streams.
+// another id, lost its tail and re-issued sequence numbers; its messages
+// are then applied again from its start, over the views (never reset: a
+// damaged stream would leave a partial index), and the views are
+// incomplete until a full ingest cycle (gaps.go).
 //
 // View rules (SPEC §2, §4) are in readmodel's pure functions
 // (readmodel/project.go); this package decides what to re-render when an
@@ -101,6 +103,8 @@ type Projector struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	rows   atomic.Int64 // rows applied (listing, token and sale rows; 1 per other message)
+
+	gaps gapLog // sequences passed over (gaps.go)
 
 	sweptListings, sweepNanos atomic.Int64 // see SweepStats
 	afterSweepBatch           func()       // tests: runs after each batch of Sweep released the lock
@@ -263,12 +267,15 @@ func (p *Projector) load(ctx context.Context) error {
 			return err
 		}
 		if !ok {
-			p.log.Warn().Str("stream", streamNames[i]).Uint64("seq", sp.Seq).Msg("stream re-issued sequences below the applied position; rebuilding views")
-			if err := p.st.Reset(ctx); err != nil {
+			// Applied again from its start over the views: applying a
+			// state message replaces its subject's state, a sale is
+			// keyed by sale, so the views stay whole meanwhile.
+			p.log.Warn().Str("stream", streamNames[i]).Uint64("seq", sp.Seq).Msg("stream re-issued sequences below the applied position; applying it again from its start over the views")
+			if err := p.st.Update(ctx, func(tx *store.Tx) error { tx.SetPosition(streamNames[i], store.StreamPos{}); return nil }); err != nil {
 				return err
 			}
-			pos = []store.StreamPos{{}, {}}
-			break
+			p.recordGap(i, p.reissuedFrom(ctx, i, sp.Seq), sp.Seq, GapReissued)
+			pos[i] = store.StreamPos{}
 		}
 	}
 	p.pos = [2]store.StreamPos{pos[0], pos[1]}
@@ -321,10 +328,13 @@ func (p *Projector) heads(ctx context.Context) (readmodel.Position, error) {
 		if err != nil {
 			return h, readmodel.Wrap(readmodel.UpstreamError, err, "stream info "+name)
 		}
+		applied := p.Applied()
 		if i == iState {
 			h.State = info.State.LastSeq
+			p.noteLost(i, info.State.Lost, applied.State)
 		} else {
 			h.Sales = info.State.LastSeq
+			p.noteLost(i, info.State.Lost, applied.Sales)
 		}
 	}
 	return h, nil
@@ -376,9 +386,13 @@ func (p *Projector) consume(ctx context.Context, i int) {
 			if errors.Is(err, nats.ErrTimeout) {
 				// Watchdog: an idle consumer while the stream holds more than
 				// we applied (its server died, a leader moved) is recreated.
+				// Sequences that are gone (a damaged or purged stream)
+				// are passed over and recorded instead (skipGone).
 				if idle++; idle%stallChecks == 0 && p.behind(ctx, i) {
-					log.Warn().Msg("consumer stalled behind the stream head; recreating it")
-					p.dropIter(i, it)
+					if skipped, err := p.skipGone(ctx, i); err != nil || !skipped {
+						log.Warn().Msg("consumer stalled behind the stream head; recreating it")
+						p.dropIter(i, it)
+					}
 				}
 				continue
 			}
@@ -511,8 +525,10 @@ func gather(it jetstream.MessagesContext, m jetstream.Msg) ([]delivered, error) 
 // message that is skipped (undecodable, or on the wrong stream) but still
 // advances the position.
 type decoded struct {
-	msg *readmodel.Message
-	sp  store.StreamPos
+	msg     *readmodel.Message
+	sp      store.StreamPos
+	bad     bool // undecodable
+	fullEnd bool // the last message of a full ingest cycle (readmodel.FullCycleEnd)
 }
 
 // decodeBatch decodes the messages of a batch of stream i. It touches no
@@ -524,9 +540,11 @@ func (p *Projector) decodeBatch(i int, batch []delivered) []decoded {
 		ds[k].sp = store.StreamPos{Seq: d.seq}
 		if derr != nil {
 			p.log.Warn().Err(derr).Str("stream", streamNames[i]).Uint64("seq", d.seq).Msg("skipping undecodable message")
+			ds[k].bad = true
 			continue
 		}
 		ds[k].sp.ID = msg.ID
+		ds[k].fullEnd = i == iState && readmodel.IsFullCycleEnd(msg.ID)
 		if (i == iSales) != (msg.Kind == readmodel.KindSales) {
 			p.log.Warn().Str("stream", streamNames[i]).Uint64("seq", d.seq).Str("kind", string(msg.Kind)).Msg("skipping message of the wrong stream")
 			continue
@@ -551,11 +569,18 @@ func (p *Projector) applyDecoded(ctx context.Context, i int, ds []decoded) (int,
 	if len(fresh) == 0 {
 		return 0, nil
 	}
+	from := p.pos[i].Seq
 	if err := p.applyLocked(ctx, i, fresh); err != nil {
 		return 0, err
 	}
 	if err := p.runJobLocked(ctx); err != nil {
 		return 0, err
+	}
+	p.checkDelivered(i, from, fresh)
+	for _, d := range fresh {
+		if d.fullEnd {
+			p.healed()
+		}
 	}
 	p.setApplied(i, fresh[len(fresh)-1].sp.Seq)
 	return len(fresh), nil
@@ -935,6 +960,12 @@ func (p *Projector) drain(ctx context.Context, i int, head uint64, progress func
 					return n, herr
 				}
 				head = min(head, []uint64{h.State, h.Sales}[i])
+				// Sequences up to the head that are gone are passed over
+				// and recorded, not waited for.
+				if skipped, err := p.skipGone(ctx, i); err == nil && skipped {
+					idle = 0
+					continue
+				}
 				if idle++; idle > drainIdle {
 					return n, readmodel.Errorf(readmodel.UpstreamError, "stream %s: no delivery up to %d", streamNames[i], head)
 				}

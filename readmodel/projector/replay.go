@@ -45,6 +45,11 @@ type ReplayResult struct {
 	Messages int
 	Rows     int64
 	Elapsed  time.Duration
+	// Gaps is what the replay passed over: sequences the streams no
+	// longer hold (a damaged or purged stream), with their ranges. A
+	// replay finishes through them; Gaps.Incomplete says whether a full
+	// ingest cycle came after the last of them.
+	Gaps Gaps
 }
 
 // Replay rebuilds the node's views in dataDir/badger from the streams: it
@@ -119,6 +124,7 @@ func ReplayWithResult(ctx context.Context, js jetstream.JetStream, dataDir strin
 	}
 	res.Elapsed = time.Since(start)
 	res.Rows = p.rows.Load()
+	res.Gaps = p.Gaps()
 	p.stopIters()
 	if err := st.Close(ctx); err != nil {
 		return res, err
@@ -127,7 +133,19 @@ func ReplayWithResult(ctx context.Context, js jetstream.JetStream, dataDir strin
 	if err := swap(live, build); err != nil {
 		return res, err
 	}
-	opts.Log.Info().Int("messages", res.Messages).Int64("rows", res.Rows).Int64("elapsed_ms", res.Elapsed.Milliseconds()).Str("dir", live).Msg("replay complete")
+	ev := opts.Log.Info()
+	if len(res.Gaps.Ranges) > 0 {
+		ev = opts.Log.Warn().Interface("skipped", res.Gaps.Skipped).Interface("gaps", res.Gaps.Ranges).Bool("incomplete", res.Gaps.Incomplete)
+		if progress != nil {
+			for _, g := range res.Gaps.Ranges {
+				fmt.Fprintf(progress, "replay: passed over %s %d-%d (%s)\n", g.Stream, g.From, g.To, g.Reason)
+			}
+			if res.Gaps.Incomplete {
+				fmt.Fprintln(progress, "replay: the streams lack what these gaps took until a full ingest cycle republishes it (POST /admin/ingest?full=true)")
+			}
+		}
+	}
+	ev.Int("messages", res.Messages).Int64("rows", res.Rows).Int64("elapsed_ms", res.Elapsed.Milliseconds()).Str("dir", live).Msg("replay complete")
 	return res, nil
 }
 
