@@ -47,6 +47,7 @@ func (in *Ingest) run(ctx context.Context, set map[readmodel.Source]bool) (Summa
 		sum:    Summary{Start: start, Sources: map[string]*SourceSummary{}},
 		hashes: map[hkey][16]byte{}, status: map[hkey]statusState{}, marks: map[string]string{},
 		parts: map[hkey]int{}, listMemos: map[hkey]listingsMemo{}}
+	in.beginFull(c, set)
 	if err := ctx.Err(); err != nil {
 		return c.sum, readmodel.Wrap(readmodel.Internal, err, "ingest: cycle not started")
 	}
@@ -89,10 +90,17 @@ func (in *Ingest) run(ctx context.Context, set map[readmodel.Source]bool) (Summa
 		in.forget(c.attempted)
 		return c.sum, readmodel.Wrap(readmodel.Internal, err, "ingest: cycle cancelled")
 	}
+	if err := c.endFull(ctx); err != nil {
+		in.forget(c.attempted)
+		return c.sum, readmodel.Wrap(readmodel.Internal, err, "ingest: publish the full cycle's end")
+	}
 	pos, err := in.pub.Flush(ctx)
 	if err != nil {
 		in.forget(c.attempted)
 		return c.sum, readmodel.Wrap(readmodel.Internal, err, "ingest: flush failed")
+	}
+	if c.sum.Full {
+		in.full = false
 	}
 	for k, h := range c.hashes {
 		in.hashes[k] = h
@@ -246,7 +254,7 @@ func (c *cycle) setStatus(ctx context.Context, src readmodel.Source, coll string
 	c.mu.Lock()
 	c.status[sk] = st
 	c.mu.Unlock()
-	if had && prev.ok == st.ok && prev.class == st.class {
+	if had && prev.ok == st.ok && prev.class == st.class && !c.sum.Full {
 		return nil
 	}
 	msg := &readmodel.Message{Kind: readmodel.KindStatus, Source: src, CollectionID: coll, Status: &readmodel.PollStatus{

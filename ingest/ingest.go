@@ -129,8 +129,11 @@ type Ingest struct {
 	// listMemos lets a listings poll skip decoding a collection's rows
 	// the upstream sent byte for byte as before (see listingsMemo).
 	listMemos map[hkey]listingsMemo
-	lastNS    int64  // the last cycle's ID prefix
-	term      uint64 // the lease term of the last cycle (see leaseGate)
+	lastNS    int64 // the last cycle's ID prefix
+	// full makes the next cycle that polls every source republish
+	// everything (full.go); set at New and by RunFullCycle.
+	full bool
+	term uint64 // the lease term of the last cycle (see leaseGate)
 
 	stats statsCounter
 
@@ -195,7 +198,7 @@ func New(cfg Config, pub Publisher, log zerolog.Logger) (*Ingest, error) {
 	}
 	in := &Ingest{cfg: cfg, pub: pub, log: log.With().Str("component", "ingest").Logger(), now: cfg.Now,
 		hashes: map[hkey][16]byte{}, status: map[hkey]statusState{}, marks: map[string]string{},
-		parts: map[hkey]int{}, listMemos: map[hkey]listingsMemo{}}
+		parts: map[hkey]int{}, listMemos: map[hkey]listingsMemo{}, full: true}
 	if in.now == nil {
 		in.now = time.Now
 	}
@@ -345,13 +348,17 @@ func (in *Ingest) RunCycle(ctx context.Context) (Summary, error) {
 	if err := in.leaseGate(); err != nil {
 		return Summary{}, err
 	}
+	sum, err := in.run(ctx, allSources())
+	in.done(ctx, "request", sum, err)
+	return sum, err
+}
+
+func allSources() map[readmodel.Source]bool {
 	all := map[readmodel.Source]bool{}
 	for _, s := range readmodel.Sources {
 		all[s] = true
 	}
-	sum, err := in.run(ctx, all)
-	in.done(ctx, "request", sum, err)
-	return sum, err
+	return all
 }
 
 // Sources returns each source's status as of the last cycle that polled it

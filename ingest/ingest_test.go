@@ -271,6 +271,47 @@ func TestRunCycleFirstPublishesEverything(t *testing.T) {
 	assert.Equal(t, uint64(sum.Sources["sales"].Rejected["bad_price"]), st.Rejected["sales"]["bad_price"])
 }
 
+// TestFullCycleRepublishesEverything: the first cycle and one asked for
+// (POST /admin/ingest?full=true) publish every subject, statuses and all,
+// and end with the marker that tells projectors their views are whole.
+func TestFullCycleRepublishesEverything(t *testing.T) {
+	ctx := context.Background()
+	e := MustEnv(t, nil)
+	endsFull := func(msgs []*readmodel.Message) bool {
+		return len(msgs) > 0 && readmodel.IsFullCycleEnd(msgs[len(msgs)-1].ID)
+	}
+	first, err := e.in.RunCycle(ctx)
+	require.NoError(t, err)
+	firstMsgs := e.pub.take()
+	assert.True(t, first.Full, "a process's first cycle is full")
+	assert.True(t, endsFull(firstMsgs))
+
+	again, err := e.in.RunCycle(ctx)
+	require.NoError(t, err)
+	assert.False(t, again.Full)
+	assert.Empty(t, e.pub.take(), "nothing changed")
+
+	full, err := e.in.RunFullCycle(ctx)
+	require.NoError(t, err)
+	msgs := e.pub.take()
+	assert.True(t, full.Full)
+	assert.Zero(t, full.Unchanged, "nothing skipped as unchanged")
+	assert.Equal(t, len(firstMsgs), len(msgs), "every subject again, as on the first cycle")
+	assert.Equal(t, len(byKind(firstMsgs, readmodel.KindStatus)), len(byKind(msgs, readmodel.KindStatus)), "every poll status again")
+	assert.Equal(t, len(byKind(firstMsgs, readmodel.KindTokens)), len(byKind(msgs, readmodel.KindTokens)), "tokens from the watermark's start")
+	assert.Equal(t, len(byKind(firstMsgs, readmodel.KindSales)), len(byKind(msgs, readmodel.KindSales)), "sales from the cursor's start")
+	require.True(t, endsFull(msgs))
+	marker := msgs[len(msgs)-1]
+	assert.Equal(t, readmodel.KindStatus, marker.Kind)
+	assert.Equal(t, readmodel.SourceCollectionIndex, marker.Source)
+	assert.Equal(t, *find(msgs, readmodel.KindStatus, readmodel.SourceCollectionIndex, "").Status, *marker.Status, "a repeat of the index's status")
+
+	next, err := e.in.RunCycle(ctx)
+	require.NoError(t, err)
+	assert.False(t, next.Full)
+	assert.Empty(t, e.pub.take())
+}
+
 func TestRunCyclePublishesOnlyChanges(t *testing.T) {
 	e := MustEnv(t, nil)
 	_, err := e.in.RunCycle(context.Background())

@@ -22,6 +22,9 @@ type Summary struct {
 	Published int                       `json:"published"`
 	Unchanged int                       `json:"unchanged"`
 	Position  readmodel.Position        `json:"position"`
+	// Full is set on a cycle that republished every subject (see
+	// RunFullCycle) and ended with readmodel.FullCycleEnd.
+	Full bool `json:"full,omitempty"`
 }
 
 // SourceSummary is one source's share of a cycle.
