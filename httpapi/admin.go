@@ -37,13 +37,26 @@ type Readiness interface {
 	Readiness() (ready bool, reason string)
 }
 
+// FullIngest may be implemented by an Admin whose ingest can republish
+// its whole state: POST /admin/ingest?full=true[&purge=true] then calls
+// RunFullIngest (and answers 503 when the Admin does not implement it).
+type FullIngest interface {
+	// RunFullIngest is RunIngest with a cycle that publishes every row,
+	// skipping nothing as unchanged, so that a damaged state stream heals;
+	// with purge, the state stream's messages are removed first (its
+	// damaged blocks with them).
+	RunFullIngest(ctx context.Context, purge bool) (any, error)
+}
+
 // AdminServer is the admin listener (DESIGN: 127.0.0.1:8081, never the
 // public port):
 //
 //	GET  /healthz        200 {"ok":true}
 //	GET  /readyz         200 {"ready":true}, or 503 {"ready":false[,"reason":...]}
 //	GET  /metrics        Prometheus text format of the registry
-//	POST /admin/ingest   200 JSON summary of one ingest cycle; 503 on error, 504 past its deadline
+//	POST /admin/ingest   200 JSON summary of one ingest cycle; 503 on error, 504 past its deadline;
+//	                     ?full=true republishes every row, &purge=true after purging the
+//	                     state stream (FullIngest)
 //	GET  /admin/sources  200 JSON per-source status; 503 on error
 //	GET  /debug/pprof/   Go runtime profiles (heap, CPU, goroutines), for operators
 //
@@ -86,7 +99,21 @@ func NewAdmin(a Admin, reg *prometheus.Registry, log zerolog.Logger) *AdminServe
 	s.mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	s.mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	s.mux.HandleFunc("POST /admin/ingest", func(w http.ResponseWriter, r *http.Request) {
-		s.answer(w, "ingest", func() (any, error) { return a.RunIngest(r.Context()) })
+		full, ok1 := adminBool(r.URL.Query().Get("full"))
+		purge, ok2 := adminBool(r.URL.Query().Get("purge"))
+		switch {
+		case !ok1 || !ok2 || (purge && !full):
+			writeAdminJSON(w, http.StatusBadRequest, errorBody{Error: errorObject{Code: "bad_request", Message: "full and purge must be true or false, and purge needs full"}})
+		case !full:
+			s.answer(w, "ingest", func() (any, error) { return a.RunIngest(r.Context()) })
+		default:
+			fi, ok := a.(FullIngest)
+			if !ok {
+				s.answer(w, "ingest", func() (any, error) { return nil, errors.New("this node cannot run a full ingest cycle") })
+				return
+			}
+			s.answer(w, "ingest", func() (any, error) { return fi.RunFullIngest(r.Context(), purge) })
+		}
 	})
 	s.mux.HandleFunc("GET /admin/sources", func(w http.ResponseWriter, r *http.Request) {
 		s.answer(w, "sources", func() (any, error) { return a.Sources(r.Context()) })
@@ -128,6 +155,17 @@ func (s *AdminServer) answer(w http.ResponseWriter, what string, f func() (any, 
 		return
 	}
 	writeAdminJSON(w, http.StatusOK, v)
+}
+
+// adminBool parses an admin query flag: "" is false.
+func adminBool(v string) (value, ok bool) {
+	switch v {
+	case "", "false", "0":
+		return false, true
+	case "true", "1":
+		return true, true
+	}
+	return false, false
 }
 
 func writeAdminJSON(w http.ResponseWriter, status int, v any) {

@@ -137,6 +137,40 @@ func (a *fakeAdmin) RunIngest(context.Context) (any, error) {
 	}
 	return map[string]int{"published": 3}, nil
 }
+
+// fullAdmin can also run a full cycle (FullIngest).
+type fullAdmin struct{ fakeAdmin }
+
+func (a *fullAdmin) RunFullIngest(_ context.Context, purge bool) (any, error) {
+	return map[string]any{"full": true, "purged": purge}, nil
+}
+
+func TestAdminFullIngest(t *testing.T) {
+	tests := []struct {
+		name   string
+		admin  Admin
+		path   string
+		status int
+		body   string
+	}{
+		{"full", &fullAdmin{}, "/admin/ingest?full=true", 200, `{"full":true,"purged":false}`},
+		{"full after a purge", &fullAdmin{}, "/admin/ingest?full=true&purge=true", 200, `{"full":true,"purged":true}`},
+		{"not full", &fullAdmin{}, "/admin/ingest?full=false", 200, `{"published":3}`},
+		{"purge needs full", &fullAdmin{}, "/admin/ingest?purge=true", 400, `"bad_request"`},
+		{"a bad flag", &fullAdmin{}, "/admin/ingest?full=yes", 400, `"bad_request"`},
+		{"an admin without full cycles", &fakeAdmin{}, "/admin/ingest?full=true", 503, `cannot run a full ingest cycle`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := NewAdmin(tc.admin, nil, zerolog.Nop())
+			rec := httptest.NewRecorder()
+			srv.Handler().ServeHTTP(rec, httptest.NewRequest("POST", tc.path, nil))
+			assert.Equal(t, tc.status, rec.Code)
+			assert.Contains(t, rec.Body.String(), tc.body)
+		})
+	}
+}
+
 func (a *fakeAdmin) Sources(context.Context) (any, error) {
 	if a.sources != nil {
 		return nil, a.sources

@@ -222,6 +222,7 @@ func (h *healer) heal(ctx context.Context) {
 	for attempt := 1; ctx.Err() == nil; attempt++ {
 		set, res, err := h.rebuild(ctx)
 		if err == nil {
+			set.proj.Adopt(res.Gaps) // a damaged bus stays said after the rebuild
 			// The reason goes first: damage found in the new views (by
 			// its verification, say) must not be taken for this round's.
 			h.mu.Lock()
@@ -415,6 +416,16 @@ func (h *healer) Applied() readmodel.Position {
 func (h *healer) CaughtUp() bool {
 	set := h.cur.Load()
 	return set != nil && set.proj.CaughtUp()
+}
+
+// Gaps is what the projector of the views served passed over (a damaged
+// or lost bus; projector/gaps.go), including what the replay that built
+// them did.
+func (h *healer) Gaps() projector.Gaps {
+	if set := h.cur.Load(); set != nil {
+		return set.proj.Gaps()
+	}
+	return projector.Gaps{Skipped: map[string]uint64{}, Ranges: []projector.Gap{}}
 }
 
 // Swept is the sweeps' totals of the views served.

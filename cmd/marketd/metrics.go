@@ -110,6 +110,7 @@ type projectorCollector struct {
 	p                              *healer
 	js                             jetstream.JetStream
 	applied, lag, swept, sweepSecs *prometheus.Desc
+	skipped, incomplete            *prometheus.Desc
 }
 
 func registerProjectorMetrics(reg *prometheus.Registry, p *healer, js jetstream.JetStream) {
@@ -120,6 +121,9 @@ func registerProjectorMetrics(reg *prometheus.Registry, p *healer, js jetstream.
 		swept: prometheus.NewDesc("marketd_projector_sweep_renders_total",
 			"Views the expiry sweep re-rendered because a listing expired or a failing source's rows aged out: listing snapshots (with their floors) and token views.", []string{"view"}, nil),
 		sweepSecs: prometheus.NewDesc("marketd_projector_sweep_seconds_total", "Time the expiry sweeps took (wall time, holding the projector's write lock).", nil, nil),
+		skipped: prometheus.NewDesc("marketd_bus_skipped_total",
+			"Stream sequences the projector passed over because the stream no longer holds them (damaged or purged), or could not decode; their ranges are on /admin/sources.", []string{"stream"}, nil),
+		incomplete: prometheus.NewDesc("marketd_bus_views_incomplete", "1 from a skipped stream sequence until a full ingest cycle is applied after it, else 0.", nil, nil),
 	})
 }
 
@@ -128,9 +132,20 @@ func (c *projectorCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.lag
 	ch <- c.swept
 	ch <- c.sweepSecs
+	ch <- c.skipped
+	ch <- c.incomplete
 }
 
 func (c *projectorCollector) Collect(ch chan<- prometheus.Metric) {
+	g := c.p.Gaps()
+	for _, name := range []string{bus.StateStream, bus.SalesStream} {
+		ch <- prometheus.MustNewConstMetric(c.skipped, prometheus.CounterValue, float64(g.Skipped[name]), name)
+	}
+	inc := 0.0
+	if g.Incomplete {
+		inc = 1
+	}
+	ch <- prometheus.MustNewConstMetric(c.incomplete, prometheus.GaugeValue, inc)
 	sw := c.p.Swept()
 	ch <- prometheus.MustNewConstMetric(c.swept, prometheus.CounterValue, float64(sw.Listings), "listings")
 	ch <- prometheus.MustNewConstMetric(c.swept, prometheus.CounterValue, float64(sw.Tokens), "token")

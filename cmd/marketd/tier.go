@@ -180,6 +180,9 @@ func (a *admin) Readiness() (bool, string) {
 		if reason := a.views.Verifying(); reason != "" {
 			return false, reason
 		}
+		if reason := a.views.Gaps().Reason(); reason != "" {
+			return false, reason
+		}
 	}
 	if !a.ready.Load() {
 		if a.ingest != nil && a.views == nil {
@@ -410,4 +413,18 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	case <-ctx.Done():
 	}
+}
+
+// purgeState removes every message of the state stream (see
+// admin.RunFullIngest).
+func purgeState(ctx context.Context, js jetstream.JetStream, log zerolog.Logger) error {
+	s, err := js.Stream(ctx, bus.StateStream)
+	if err != nil {
+		return fmt.Errorf("purge %s: %w", bus.StateStream, err)
+	}
+	if err := s.Purge(ctx); err != nil {
+		return fmt.Errorf("purge %s: %w", bus.StateStream, err)
+	}
+	log.Warn().Str("stream", bus.StateStream).Msg("state stream purged; the full cycle publishes every subject again")
+	return nil
 }

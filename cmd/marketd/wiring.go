@@ -240,7 +240,22 @@ func (a *admin) Ready() bool { ok, _ := a.Readiness(); return ok }
 
 // RunIngest runs one full ingest cycle now and returns its summary once the
 // projector (if this role has one) has applied everything it published.
-func (a *admin) RunIngest(ctx context.Context) (any, error) {
+func (a *admin) RunIngest(ctx context.Context) (any, error) { return a.runIngest(ctx, false, false) }
+
+// RunFullIngest is RunIngest republishing every row
+// (httpapi.FullIngest): POST /admin/ingest?full=true. With purge
+// (&purge=true) the state stream's messages are purged first: a server
+// whose stream blocks hold garbage can loop forever storing a message
+// whose subject's older message sits in a damaged block (nats-server
+// 2.15's per-subject limit), so republishing into it hangs; a purge
+// removes the blocks, keeps the sequence numbering (nodes' positions stay
+// valid, their views are kept) and the full cycle then refills the
+// stream with every subject.
+func (a *admin) RunFullIngest(ctx context.Context, purge bool) (any, error) {
+	return a.runIngest(ctx, true, purge)
+}
+
+func (a *admin) runIngest(ctx context.Context, full, purge bool) (any, error) {
 	if a.ingest == nil {
 		return nil, errors.New("this role runs no ingest")
 	}
@@ -252,7 +267,16 @@ func (a *admin) RunIngest(ctx context.Context) (any, error) {
 	if a.lease != nil && !a.lease.Held() {
 		return nil, fmt.Errorf("standby: the ingest lease is held by %q; run the cycle there", a.lease.State().Holder)
 	}
-	sum, err := a.ingest.RunCycle(ctx)
+	if purge {
+		if err := purgeState(ctx, a.js, a.log); err != nil {
+			return nil, err
+		}
+	}
+	run := a.ingest.RunCycle
+	if full {
+		run = a.ingest.RunFullCycle
+	}
+	sum, err := run(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -277,6 +301,9 @@ func (a *admin) Sources(ctx context.Context) (any, error) {
 		if a.lease == nil { // not taking part: only what the bucket says
 			out["lease"] = map[string]any{"holder": l.Holder, "revision": l.Revision}
 		}
+	}
+	if a.views != nil {
+		out["bus"] = a.views.Gaps() // what the projector passed over (projector/gaps.go)
 	}
 	switch {
 	case a.ingest != nil && !a.ingest.Standby():

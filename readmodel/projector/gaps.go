@@ -122,6 +122,25 @@ func (p *Projector) Gaps() Gaps {
 	return out
 }
 
+// Adopt adds g, what the replay that built this projector's store passed
+// over, to its own record: views rebuilt from a damaged bus stay
+// incomplete until a full cycle, as the live views were.
+func (p *Projector) Adopt(g Gaps) {
+	lg := &p.gaps
+	lg.mu.Lock()
+	defer lg.mu.Unlock()
+	for i, name := range streamNames {
+		lg.skipped[i] += g.Skipped[name]
+	}
+	lg.ranges = append(append([]Gap{}, g.Ranges...), lg.ranges...)
+	lg.dropped += g.Dropped
+	if n := len(lg.ranges) - maxGapRanges; n > 0 {
+		lg.dropped += n
+		lg.ranges = lg.ranges[n:]
+	}
+	lg.incomplete = lg.incomplete || g.Incomplete
+}
+
 // recordGap notes that stream i's sequences [from, to] were passed over.
 func (p *Projector) recordGap(i int, from, to uint64, reason string) {
 	if from > to {
