@@ -108,6 +108,7 @@ type gapLog struct {
 	healedAt   time.Time
 	lostAbove  [2]uint64 // server-reported lost sequences up to here are recorded
 	foundAt    [2][2]uint64
+	lowAt      [2]uint64 // the applied position a head below it was seen at
 }
 
 // Gaps returns what the projector passed over. Safe for concurrent use.
@@ -246,7 +247,20 @@ func (p *Projector) skipGone(ctx context.Context, i int) (bool, error) {
 	at := p.pos[i].Seq
 	p.applyMu.Unlock()
 	p.noteLost(i, info.State.Lost, at)
-	if head <= at {
+	if head < at {
+		// Acted on when seen twice at the same position: a head read
+		// once, low, from a server still catching up is no proof.
+		g := &p.gaps
+		g.mu.Lock()
+		seen := g.lowAt[i] == at
+		g.lowAt[i] = at
+		g.mu.Unlock()
+		if !seen {
+			return false, nil
+		}
+		return p.reissued(ctx, i, at, head)
+	}
+	if head == at {
 		return false, nil
 	}
 	to := head
@@ -287,6 +301,40 @@ func (p *Projector) skipGone(ctx context.Context, i int) (bool, error) {
 	}
 	p.setApplied(i, to)
 	p.recordGap(i, at+1, to, GapMissing)
+	return true, nil
+}
+
+// reissued handles, while consuming, what load does at Open: stream i's
+// head fell below the applied position at (the stream was recreated, or
+// lost its tail and a server restarted), so its sequences are re-issued.
+// Its messages are applied again from its start, over the views.
+func (p *Projector) reissued(ctx context.Context, i int, at, head uint64) (bool, error) {
+	p.applyMu.Lock()
+	if p.pos[i].Seq != at {
+		p.applyMu.Unlock()
+		return false, nil
+	}
+	err := p.st.Update(ctx, func(tx *store.Tx) error { tx.SetPosition(streamNames[i], store.StreamPos{}); return nil })
+	if err == nil {
+		p.pos[i] = store.StreamPos{}
+		if it := p.iters[i]; it != nil {
+			it.Stop()
+			p.iters[i] = nil
+		}
+	}
+	p.applyMu.Unlock()
+	if err != nil {
+		return false, err
+	}
+	p.mu.Lock() // the applied position goes back: later waits are in the new numbering
+	if i == iState {
+		p.applied.State = 0
+	} else {
+		p.applied.Sales = 0
+	}
+	p.mu.Unlock()
+	p.log.Warn().Str("stream", streamNames[i]).Uint64("seq", at).Uint64("head", head).Msg("stream re-issued sequences below the applied position; applying it again from its start over the views")
+	p.recordGap(i, head+1, at, GapReissued)
 	return true, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
@@ -143,4 +144,45 @@ func TestReplayPassesOverGaps(t *testing.T) {
 	assert.Equal(t, uint64(1), res.Gaps.Skipped[bus.SalesStream])
 	assert.True(t, res.Gaps.Incomplete)
 	assert.Contains(t, out.String(), "passed over MARKETD_SALES 2-2 (missing)")
+}
+
+// TestLiveConsumerFollowsAStreamThatReissuedSequences: a stream recreated
+// under a running node (its server lost its store) is applied again from
+// its start over the views, instead of waited on behind a position the
+// new stream has not reached.
+func TestLiveConsumerFollowsAStreamThatReissuedSequences(t *testing.T) {
+	ctx := context.Background()
+	e := mustEnv(t)
+	e.run(cycle(2, 1)...)
+	e.run(cycle(2, 2)...)
+	require.NoError(t, e.p.Open(ctx))
+	t.Cleanup(func() { _ = e.p.Close(context.Background()) })
+
+	require.NoError(t, e.js.DeleteStream(ctx, bus.StateStream))
+	require.Eventually(t, func() bool { // the server removes the old store asynchronously
+		if bus.EnsureStreams(ctx, e.js, bus.StreamOptions{}) != nil {
+			return false
+		}
+		s, err := e.js.Stream(ctx, bus.StateStream)
+		if err != nil {
+			return false
+		}
+		info, err := s.Info(ctx)
+		return err == nil && info.State.LastSeq == 0
+	}, 10*time.Second, 50*time.Millisecond)
+	e.publish(fullCycleEnd())
+	s, err := e.js.Stream(ctx, bus.StateStream)
+	require.NoError(t, err)
+	info, err := s.Info(ctx)
+	require.NoError(t, err)
+	head := info.State.LastSeq
+	require.Less(t, head, e.p.Applied().State, "the new stream's sequences are below the applied position")
+
+	require.Eventually(t, func() bool { return e.p.Applied().State == head && !e.p.Gaps().Incomplete }, 30*time.Second, 20*time.Millisecond,
+		"the re-issued stream is applied from its start, up to the full cycle's end")
+	g := e.p.Gaps()
+	require.NotEmpty(t, g.Ranges)
+	assert.Equal(t, projector.GapReissued, g.Ranges[0].Reason)
+	_, err = e.st.Collection(ctx, "ethereum_0x0001")
+	assert.NoError(t, err, "the views are kept")
 }

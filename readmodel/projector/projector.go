@@ -386,10 +386,14 @@ func (p *Projector) consume(ctx context.Context, i int) {
 			if errors.Is(err, nats.ErrTimeout) {
 				// Watchdog: an idle consumer while the stream holds more than
 				// we applied (its server died, a leader moved) is recreated.
-				// Sequences that are gone (a damaged or purged stream)
-				// are passed over and recorded instead (skipGone).
-				if idle++; idle%stallChecks == 0 && p.behind(ctx, i) {
-					if skipped, err := p.skipGone(ctx, i); err != nil || !skipped {
+				// Sequences that are gone (a damaged or purged stream,
+				// or one that re-issued them) are passed over and
+				// recorded instead (skipGone).
+				if idle++; idle%stallChecks == 0 {
+					if moved, err := p.skipGone(ctx, i); err == nil && moved {
+						continue
+					}
+					if p.behind(ctx, i) {
 						log.Warn().Msg("consumer stalled behind the stream head; recreating it")
 						p.dropIter(i, it)
 					}
