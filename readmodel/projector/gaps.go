@@ -227,9 +227,11 @@ func runs(seqs []uint64) [][2]uint64 {
 // stream's head is past the applied position. It asks the server for the
 // first message after the applied position: when there is none, the
 // sequences up to the head are gone, and the position moves past them
-// (recorded as a gap). When there is one but the consumer still did not
-// deliver it on the previous check either, the sequences before it are
-// passed over the same way. It reports whether the position moved; when
+// (recorded as a gap: a healthy state stream always holds its head). When
+// there is one but the consumer still did not deliver it on the previous
+// check either, the sequences before it are passed over the same way
+// (recorded on the sales stream only: in the state stream compaction
+// leaves such runs too). It reports whether the position moved; when
 // it did not, the caller recreates the consumer as before.
 func (p *Projector) skipGone(ctx context.Context, i int) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -300,6 +302,13 @@ func (p *Projector) skipGone(ctx context.Context, i int) (bool, error) {
 		return false, err
 	}
 	p.setApplied(i, to)
+	if i == iState && to < head {
+		// Nothing readable between the position and a message the state
+		// stream does hold: compaction removes such runs too, so they are
+		// not counted as lost.
+		p.log.Info().Str("stream", streamNames[i]).Uint64("from", at+1).Uint64("to", to).Msg("consumer did not deliver past sequences with no readable message; starting it after them")
+		return true, nil
+	}
 	p.recordGap(i, at+1, to, GapMissing)
 	return true, nil
 }
