@@ -116,7 +116,7 @@ func (p *Projector) Gaps() Gaps {
 	g := &p.gaps
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	out := Gaps{Skipped: map[string]uint64{}, Ranges: append([]Gap(nil), g.ranges...), Dropped: g.dropped, Incomplete: g.incomplete, HealedAt: g.healedAt}
+	out := Gaps{Skipped: map[string]uint64{}, Ranges: append([]Gap{}, g.ranges...), Dropped: g.dropped, Incomplete: g.incomplete, HealedAt: g.healedAt}
 	for i, name := range streamNames {
 		out.Skipped[name] = g.skipped[i]
 	}
