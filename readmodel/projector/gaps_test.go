@@ -3,6 +3,7 @@ package projector_test
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -138,12 +139,24 @@ func TestReplayPassesOverGaps(t *testing.T) {
 	deleteSeqs(t, e.js, bus.SalesStream, 2)
 
 	var out bytes.Buffer
-	res, err := projector.ReplayWithResult(ctx, e.js, t.TempDir(), projector.ReplayOptions{Projector: e.opts(), Log: zerolog.Nop()}, &out)
+	dataDir := t.TempDir()
+	res, err := projector.ReplayWithResult(ctx, e.js, dataDir, projector.ReplayOptions{Projector: e.opts(), Log: zerolog.Nop()}, &out)
 	require.NoError(t, err, "a replay finishes through gaps")
 	assert.Equal(t, uint64(1), res.Gaps.Skipped[bus.StateStream])
 	assert.Equal(t, uint64(1), res.Gaps.Skipped[bus.SalesStream])
 	assert.True(t, res.Gaps.Incomplete)
 	assert.Contains(t, out.String(), "passed over MARKETD_SALES 2-2 (missing)")
+
+	// A node serving the replayed views (a rebuild) keeps saying so until
+	// a full cycle.
+	_, p := e.mustNode(filepath.Join(dataDir, "badger"))
+	p.Adopt(res.Gaps)
+	assert.True(t, p.Gaps().Incomplete)
+	assert.Equal(t, res.Gaps.Ranges, p.Gaps().Ranges)
+	e.publish(fullCycleEnd())
+	_, err = p.ApplyAvailable(ctx)
+	require.NoError(t, err)
+	assert.False(t, p.Gaps().Incomplete)
 }
 
 // TestLiveConsumerFollowsAStreamThatReissuedSequences: a stream recreated
