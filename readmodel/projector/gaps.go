@@ -90,6 +90,9 @@ func (g Gaps) Reason() string {
 			parts = append(parts, fmt.Sprintf("%s skipped %d", name, n))
 		}
 	}
+	if len(g.Ranges) == 0 {
+		return "bus damaged: serving the last good views until a full ingest cycle is applied (POST /admin/ingest?full=true on the ingest node)"
+	}
 	last := g.Ranges[len(g.Ranges)-1]
 	return fmt.Sprintf("bus damaged: %s; last gap %s %d-%d (%s); serving the last good views until a full ingest cycle is applied (POST /admin/ingest?full=true on the ingest node)",
 		strings.Join(append(parts, fmt.Sprintf("%d gaps", len(g.Ranges)+g.Dropped)), ", "), last.Stream, last.From, last.To, last.Reason)
