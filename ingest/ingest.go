@@ -22,7 +22,7 @@
 // Publishing rules:
 //   - KindCollection, KindStats, KindAnalytics per collection; KindRates once;
 //     KindListings per (order-book | indexer-mirror, collection), replacing the
-//     set; KindTokens per (collection, bucket) (source.TokenBucket); KindSales in
+//     set; KindTokens per (collection, bucket) (readmodel.TokenBucket); KindSales in
 //     batches of at most source.SalesBatch new sales per collection.
 //   - Each state message is published only when its content hash differs
 //     from the last flushed publish of its subject. Listing rows whose

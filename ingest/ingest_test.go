@@ -243,7 +243,7 @@ func TestRunCycleFirstPublishesEverything(t *testing.T) {
 		assert.Less(t, m.Bucket, m.Buckets, "a bucket carries its collection's bucket count")
 		for _, d := range m.Tokens {
 			assert.Equal(t, m.CollectionID, d.CollectionID)
-			assert.Equal(t, m.Bucket, source.TokenBucket(readmodel.TokenKey(d.Chain, d.ContractAddress, d.TokenID), int(m.Buckets)), "the token's bucket among Buckets")
+			assert.Equal(t, m.Bucket, readmodel.TokenBucket(readmodel.TokenKey(d.Chain, d.ContractAddress, d.TokenID), int(m.Buckets)), "the token's bucket among Buckets")
 			if d.InCustody && d.Overlay == nil {
 				custody++
 			}

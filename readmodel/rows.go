@@ -1,6 +1,9 @@
 package readmodel
 
-import "time"
+import (
+	"hash/fnv"
+	"time"
+)
 
 // The types in this file are normalized rows: what ingest publishes and the
 // projector applies. Every rule of SPEC §2 that can be decided upstream of a
@@ -188,6 +191,15 @@ func (d *TokenDoc) Fields(v FieldVisitor) {
 // mint.
 func TokenKey(c Chain, address, tokenID string) string {
 	return string(c) + "|" + address + "|" + tokenID
+}
+
+// TokenBucket is the stable bucket of a token key (TokenKey) among n
+// buckets: ingest splits a collection's tokens by it, and the store finds
+// a token's block by it.
+func TokenBucket(tokenKey string, n int) uint32 {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(tokenKey))
+	return h.Sum32() % uint32(max(n, 1))
 }
 
 // USDRates maps a currency symbol (SOL, ETH, APE, MATIC) to the USD price of

@@ -2,7 +2,6 @@ package source
 
 import (
 	"context"
-	"hash/fnv"
 	"net/url"
 	"sort"
 	"time"
@@ -91,7 +90,7 @@ func tokensBuild(sink Sink, id string, g RowsGroup[normalize.RawToken], now time
 	nb := BucketCount(len(docs))
 	buckets := make([][]readmodel.TokenDoc, nb)
 	for _, d := range docs {
-		b := TokenBucket(readmodel.TokenKey(d.Chain, d.ContractAddress, d.TokenID), nb)
+		b := readmodel.TokenBucket(readmodel.TokenKey(d.Chain, d.ContractAddress, d.TokenID), nb)
 		buckets[b] = append(buckets[b], d)
 	}
 	msgs := make([]*readmodel.Message, nb)
@@ -110,14 +109,6 @@ func BucketCount(n int) int {
 		b *= 2
 	}
 	return b
-}
-
-// TokenBucket is the stable bucket of a token key (readmodel.TokenKey)
-// among n buckets.
-func TokenBucket(tokenKey string, n int) uint32 {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(tokenKey))
-	return h.Sum32() % uint32(max(n, 1))
 }
 
 // Tokens walks indexer-mirror GET /tokens?since=, calling fn with each

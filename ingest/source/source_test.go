@@ -248,8 +248,8 @@ func TestBuckets(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, source.BucketCount(tc.n))
-			assert.Equal(t, source.TokenBucket("ethereum|0xab|1", tc.want), source.TokenBucket("ethereum|0xab|1", tc.want), "stable")
-			assert.Less(t, int(source.TokenBucket("solana|x|y", tc.want)), tc.want)
+			assert.Equal(t, readmodel.TokenBucket("ethereum|0xab|1", tc.want), readmodel.TokenBucket("ethereum|0xab|1", tc.want), "stable")
+			assert.Less(t, int(readmodel.TokenBucket("solana|x|y", tc.want)), tc.want)
 		})
 	}
 }

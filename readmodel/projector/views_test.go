@@ -584,17 +584,17 @@ func TestRepublishedBucketKeepsUnchangedRecords(t *testing.T) {
 				return &readmodel.Message{Kind: readmodel.KindTokens, CollectionID: cid, Bucket: 0, Buckets: tt.buckets, Tokens: append([]readmodel.TokenDoc(nil), docs...)}
 			}
 			e.run(docMsg(evmDoc(cid, readmodel.Ethereum, contract)), bucket(docs))
-			record := func(id string) []byte {
-				var raw []byte
+			record := func(id string) *store.TokenRecord {
+				var r *store.TokenRecord
 				require.NoError(t, e.st.View(ctx, func(tx *store.Tx) error {
 					var err error
-					raw, err = tx.GetRaw(store.InTokenDoc, readmodel.TokenKey(readmodel.Ethereum, contract, id))
+					r, err = tx.TokenRecord(readmodel.TokenKey(readmodel.Ethereum, contract, id))
 					return err
 				}))
-				require.NotNil(t, raw, "token %s has a record", id)
-				return raw
+				require.NotNil(t, r, "token %s has a record", id)
+				return r
 			}
-			was := map[string][]byte{"1": record("1"), "2": record("2"), "3": record("3")}
+			was := map[string]*store.TokenRecord{"1": record("1"), "2": record("2"), "3": record("3")}
 
 			e.setNow(t0.Add(2 * time.Minute))
 			docs[1].OwnerAddress = "0xbuyer"

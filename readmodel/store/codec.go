@@ -40,7 +40,8 @@ var (
 	kRates       = []byte("i/r")
 	pLastGood    = []byte("i/g/")
 	pRegistry    = []byte("i/c/")
-	pTokenDoc    = []byte("i/td/")
+	_            = []byte("i/td/") // one record per token before schema 11 (now in blocks, i/tk/): do not reuse
+	pTokenBlock  = []byte("i/tk/")
 	pTokenBucket = []byte("i/tb/")
 	pTokenGen    = []byte("i/tg/")
 	_            = []byte("i/th/") // token document hashes before schema 5 (now in the document record): do not reuse

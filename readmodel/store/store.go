@@ -294,7 +294,8 @@ func gcPause(took time.Duration, share float64) time.Duration {
 //	   order-book rows, and the store renders the view on read
 //	11: collection, floor and listings views carry their asOf sources;
 //	   listings views the listed count and the cut rows' expiries (issue 30)
-const Schema = "11"
+//	12: token records in S2-compressed blocks per (address, bucket), i/tk/
+const Schema = "12"
 
 // schema is what the store records: Schema and a fingerprint of the token
 // record's field lists (readmodel.TokenDoc's and ListingRow's Fields), so
@@ -828,30 +829,19 @@ func (s *Store) Digest(ctx context.Context, at time.Time) (string, error) {
 	})
 	if err == nil {
 		err = s.db.View(func(txn *badger.Txn) error {
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: pTokenDoc, PrefetchValues: true, PrefetchSize: 256})
-			defer it.Close()
 			vk := append([]byte(nil), pToken...)
-			for it.Seek(pTokenDoc); it.ValidForPrefix(pTokenDoc); it.Next() {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-				k := it.Item().Key()
-				err := it.Item().Value(func(raw []byte) error {
-					r, err := DecodeTokenRecord(raw)
-					if err != nil {
-						return readmodel.Errorf(readmodel.Internal, "corrupt token record %q", k)
-					}
-					v, _ := RenderToken(r, at)
-					e := &enc{}
-					e.timed(v.Body)
-					put(append(vk[:len(pToken)], k[len(pTokenDoc):]...), e.b)
-					return nil
-				})
+			stop := ctx.Err
+			return eachTokenRecord(txn, stop, func(k, raw string) error {
+				r, err := DecodeTokenRecord([]byte(raw))
 				if err != nil {
-					return err
+					return readmodel.Errorf(readmodel.Internal, "corrupt token record %q", k)
 				}
-			}
-			return nil
+				v, _ := RenderToken(r, at)
+				e := &enc{}
+				e.timed(v.Body)
+				put(append(vk[:len(pToken)], k...), e.b)
+				return nil
+			})
 		})
 	}
 	if err != nil {

@@ -2,55 +2,47 @@ package store
 
 import (
 	"context"
-	"errors"
 	"time"
-
-	"github.com/dgraph-io/badger/v4"
 
 	"github.com/marketd/marketd/readmodel"
 	"github.com/marketd/marketd/readmodel/render"
 )
 
-// PutTokenRecord writes token k's record (EncodeTokenRecord sets r.Hash).
+// PutTokenRecord writes token k's record (EncodeTokenRecord sets r.Hash)
+// into the block of its bucket (r.Bucket), moving it out of the block that
+// held it before. The blocks are written when the transaction commits.
 func (t *Tx) PutTokenRecord(k string, r *TokenRecord) {
-	t.set(key(pTokenDoc, k), EncodeTokenRecord(r))
+	t.putTokenRaw(k, r.Bucket, string(EncodeTokenRecord(r)))
 	t.touched = append(t.touched, tokenCacheKey(k))
 }
 
 // DeleteTokenRecord removes token k (its view is gone with it).
 func (t *Tx) DeleteTokenRecord(k string) {
-	t.del(key(pTokenDoc, k))
+	t.deleteToken(k)
 	t.touched = append(t.touched, tokenCacheKey(k))
 }
 
 // TokenRecord reads token k's record; nil when there is none.
 func (t *Tx) TokenRecord(k string) (*TokenRecord, error) {
-	raw, ok, err := t.getRaw(key(pTokenDoc, k))
+	raw, ok, err := t.tokenRaw(k)
 	if err != nil || !ok {
-		if err != nil {
-			t.err = errors.Join(t.err, err)
-		}
 		return nil, err
 	}
-	return DecodeTokenRecord(raw)
+	return DecodeTokenRecord([]byte(raw))
 }
 
 // TokenRecordHead reads the hash and bucket of token k's record without
-// decoding it; ok is false when there is none.
+// decoding the rest; ok is false when there is none.
 func (t *Tx) TokenRecordHead(k string) (hash uint64, bucket uint32, ok bool, err error) {
-	it, err := t.txn.Get(key(pTokenDoc, k))
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return 0, 0, false, nil
-	}
-	if err != nil {
-		t.err = errors.Join(t.err, err)
+	raw, ok, err := t.tokenRaw(k)
+	if err != nil || !ok {
 		return 0, 0, false, err
 	}
-	err = it.Value(func(v []byte) error {
-		hash, bucket, ok = tokenRecordHead(v)
-		return nil
-	})
-	return hash, bucket, ok, err
+	hash, bucket, ok = tokenRecordHead([]byte(raw))
+	if !ok {
+		return 0, 0, false, errCorruptTokenRecord
+	}
+	return hash, bucket, true, nil
 }
 
 // tokenCacheKey is the cache key of token k's rendered view.
@@ -83,14 +75,14 @@ func (s *Store) Token(ctx context.Context, chain readmodel.Chain, address, token
 		}
 	}
 	ck := string(kk)
-	b, ok, err := s.get(key(pTokenDoc, ck[len(pToken):]))
+	b, ok, err := s.readTokenRecord(ck[len(pToken):])
 	if err != nil {
 		return render.TokenView{}, err
 	}
 	if !ok {
 		return render.TokenView{}, notFound("token")
 	}
-	r, err := DecodeTokenRecord(b)
+	r, err := DecodeTokenRecord([]byte(b))
 	if err != nil {
 		return render.TokenView{}, readmodel.Errorf(readmodel.Internal, "corrupt token record")
 	}

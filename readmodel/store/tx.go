@@ -28,6 +28,7 @@ type Tx struct {
 	sales   []string
 	quote   *render.USDQuote // set by PutQuote: served after the commit
 	err     error
+	toks    map[string]*tokenSet // token blocks by chain|address, loaded by tokens (tokenblock.go)
 
 	// newSales holds, per collection AddSale saw in this transaction, the
 	// sale hashes it added when the collection had no sales committed
@@ -49,6 +50,7 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	if err := fn(tx); err != nil {
 		return internal(err, "apply")
 	}
+	tx.flushTokens()
 	if tx.err != nil {
 		return internal(tx.err, "apply")
 	}
@@ -256,7 +258,6 @@ const (
 	InStatus                       // (source, cid) poll status
 	InRates                        // () USD rates
 	InLastGood                     // (cid) last-good buyer floor
-	InTokenDoc                     // (token key) token document (the projector's own record format)
 	InTokenBucket                  // (cid, bucket) a bucket's token keys and their hashes (the projector's format)
 	InTokenGen                     // (cid) generation of a collection's token buckets (the projector's format)
 	InJob                          // (name) node-local job state
@@ -280,8 +281,6 @@ func inputKey(kind InputKind, parts []string) []byte {
 		return kRates
 	case InLastGood:
 		return key(pLastGood, parts...)
-	case InTokenDoc:
-		return key(pTokenDoc, parts...)
 	case InTokenBucket:
 		return key(pTokenBucket, parts...)
 	case InTokenGen:
