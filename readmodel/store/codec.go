@@ -265,12 +265,27 @@ func encodeListings(v render.ListingsView) []byte {
 		e.i(x)
 	}
 	e.freshness(v.AsOf)
-	return e.b
+	// The body after the version is one S2 block: a snapshot's items
+	// repeat their collection's fields, and at 10,000 collections x 100
+	// tokens the snapshots were 166 MB of a 1 GB store uncompressed.
+	block := s2.Encode(nil, e.b[8:])
+	return append(e.b[:8:8], block...)
 }
 
+// maxListingsBody bounds a decoded listing snapshot (250 items of a few
+// KiB at most).
+const maxListingsBody = 16 << 20
+
 func decodeListings(b []byte) (render.ListingsView, bool) {
-	d, ver := newDec(b)
-	v := render.ListingsView{Version: ver}
+	if len(b) < 8 {
+		return render.ListingsView{}, false
+	}
+	body, ok := decodeBounded(b[8:], maxListingsBody, s2.Decode)
+	if !ok {
+		return render.ListingsView{}, false
+	}
+	d := &dec{b: body}
+	v := render.ListingsView{Version: binary.BigEndian.Uint64(b)}
 	v.AllFailed = d.flag()
 	ns := d.u()
 	if ns > 8 {
