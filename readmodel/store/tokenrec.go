@@ -270,12 +270,76 @@ func (r *recDecoder) Listing(_ string, p **readmodel.ListingRow) {
 	}
 }
 
+// String forms (the low two bits of the uvarint after subtracting one;
+// the rest is a length): the values of a record are mostly hex (EVM
+// addresses, order ids) and decimal (token ids, raw prices), which S2, an
+// LZ coder, cannot shrink; packed they take half the bytes.
+const (
+	strPlain   = 0 // length bytes
+	strHex     = 1 // "0x" and 2*length lowercase hex digits: length bytes
+	strDecimal = 2 // length decimal digits, no leading zero: two a byte
+)
+
 func appendStr(b []byte, s, ref string) []byte {
 	if s == ref {
 		return append(b, 0)
 	}
-	b = binary.AppendUvarint(b, uint64(len(s))+1)
+	switch {
+	case isHex(s):
+		h := s[2:]
+		b = binary.AppendUvarint(b, uint64(len(h)/2)<<2|strHex+1)
+		for i := 0; i < len(h); i += 2 {
+			b = append(b, unhex(h[i])<<4|unhex(h[i+1]))
+		}
+		return b
+	case isDecimal(s):
+		b = binary.AppendUvarint(b, uint64(len(s))<<2|strDecimal+1)
+		for i := 0; i < len(s); i += 2 {
+			if i+1 < len(s) {
+				b = append(b, (s[i]-'0')*10+s[i+1]-'0')
+			} else {
+				b = append(b, s[i]-'0')
+			}
+		}
+		return b
+	}
+	b = binary.AppendUvarint(b, uint64(len(s))<<2|strPlain+1)
 	return append(b, s...)
+}
+
+// isHex reports whether s is "0x" and an even number (at least two) of
+// lowercase hex digits: the form that decodes back to the same string.
+func isHex(s string) bool {
+	if len(s) < 4 || len(s)%2 != 0 || s[0] != '0' || s[1] != 'x' {
+		return false
+	}
+	for i := 2; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// isDecimal reports whether s is at least four decimal digits without a
+// leading zero.
+func isDecimal(s string) bool {
+	if len(s) < 4 || s[0] == '0' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func unhex(c byte) byte {
+	if c <= '9' {
+		return c - '0'
+	}
+	return c - 'a' + 10
 }
 
 func appendTime(b []byte, t *time.Time) []byte {
@@ -350,21 +414,59 @@ func (r *recReader) varint() int64 {
 }
 
 func (r *recReader) str(ref string) string {
-	n := r.uvarint()
+	v := r.uvarint()
 	if r.bad {
 		return ""
 	}
-	if n == 0 {
+	if v == 0 {
 		return ref
 	}
-	n--
-	if n > uint64(len(r.s)-r.i) {
+	v--
+	form, n := v&3, v>>2
+	size := n // bytes it takes in the record
+	if form == strDecimal {
+		size = (n + 1) / 2
+	}
+	if size > uint64(len(r.s)-r.i) || form > strDecimal || (form != strPlain && n == 0) {
 		r.fail()
 		return ""
 	}
-	s := r.s[r.i : r.i+int(n)]
-	r.i += int(n)
-	return s
+	p := r.s[r.i : r.i+int(size)]
+	r.i += int(size)
+	switch form {
+	case strHex:
+		const digits = "0123456789abcdef"
+		out := make([]byte, 2+2*len(p))
+		out[0], out[1] = '0', 'x'
+		for i := 0; i < len(p); i++ {
+			out[2+2*i], out[3+2*i] = digits[p[i]>>4], digits[p[i]&15]
+		}
+		return string(out)
+	case strDecimal:
+		out := make([]byte, n)
+		for i := 0; i < len(p); i++ {
+			c := p[i]
+			if 2*i+1 < int(n) {
+				if c > 99 {
+					r.fail()
+					return ""
+				}
+				out[2*i], out[2*i+1] = '0'+c/10, '0'+c%10
+			} else {
+				if c > 9 {
+					r.fail()
+					return ""
+				}
+				out[2*i] = '0' + c
+			}
+		}
+		if out[0] == '0' {
+			r.fail() // not canonical: it would not encode back to these bytes
+			return ""
+		}
+		return string(out)
+	}
+	return p
 }
 
 // time reads a time; ok is false for "no time" (and after an error).

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"math/rand"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -205,6 +206,58 @@ func BenchmarkTokenRecord(b *testing.B) {
 // these bytes: re-pin them).
 func TestTokenRecordBytes(t *testing.T) {
 	d := sampleTokenDoc()
-	const want = "0961627374726163742b30783030643463346639326335333161666638656266613865613465626335306237646434363738373602313461627374726163745f3078303064346334663932633533316166663865626661386561346562633530623764643436373837360d54696e7920417065732023312668747470733a2f2f696d672e73696d2e6d61726b6574642e746573742f36302f302e706e6701222b307864326535313236363733313732643935353232623361643663383738656438383365376361633238000001000000010015323735363736373830303035313938353038393600086f70656e736561076163746976650280b8f0b00d0002e2cc9ab00d000630786162630000153132303030303030303030303030303030303030"
+	const want = "2161627374726163745200d4c4f92c531aff8ebfa8ea4ebc50b7dd4678760531cd0161627374726163745f3078303064346334663932633533316166663865626661386561346562633530623764643436373837363154696e792041706573202331950168747470733a2f2f696d672e73696d2e6d61726b6574642e746573742f36302f302e706e67012252d2e5126673172d95522b3ad6c878ed883e7cac280000010000000100531b384c4e000513550860001d6f70656e736561196163746976650280b8f0b00d0002e2cc9ab00d001530786162630000530c000000000000000000"
 	assert.Equal(t, want, hex.EncodeToString(appendTokenDoc(nil, &d)))
+}
+
+// TestRecordStrings: every string a record holds decodes to itself,
+// hex and decimal ones packed to about half their length, and those that
+// would not decode back byte for byte (upper-case hex, odd digits, leading
+// zeros) stored as they are.
+func TestRecordStrings(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    string
+		size int // encoded bytes, the length prefix included
+	}{
+		{name: "empty", s: "", size: 1},
+		{name: "evm address", s: "0x00d4c4f92c531aff8ebfa8ea4ebc50b7dd467876", size: 21},
+		{name: "order id", s: "0x" + strings.Repeat("ab", 32), size: 34},
+		{name: "upper-case hex", s: "0xABCD", size: 7},
+		{name: "odd hex", s: "0xabc", size: 6},
+		{name: "bare 0x", s: "0x", size: 3},
+		{name: "long token id", s: "10735706587867931589157570218827616196150644915857155268470983456425", size: 36},
+		{name: "odd digits", s: "12345", size: 4},
+		{name: "leading zero", s: "01234", size: 6},
+		{name: "short number", s: "123", size: 4},
+		{name: "zero", s: "0", size: 2},
+		{name: "base58 mint", s: "7xKXtg2CW87d97TXJSDpbD5jBkheTqA83TZRuJosgAsU", size: 46},
+		{name: "text", s: "Neon Frogs #62", size: 15},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := appendStr(nil, tc.s, "\x00")
+			assert.Len(t, b, tc.size)
+			r := recReader{s: string(b)}
+			assert.Equal(t, tc.s, r.str("\x00"))
+			assert.False(t, r.bad)
+			assert.Equal(t, len(b), r.i, "read to its end")
+		})
+	}
+	for _, tc := range []struct {
+		name string
+		b    []byte
+	}{
+		{name: "decimal with a leading zero", b: []byte{4<<2 | strDecimal + 1, 1, 23}},
+		{name: "decimal pair over 99", b: []byte{4<<2 | strDecimal + 1, 12, 100}},
+		{name: "last odd digit over 9", b: []byte{3<<2 | strDecimal + 1, 12, 10}},
+		{name: "unknown form", b: []byte{1<<2 | 3 + 1, 'a'}},
+		{name: "empty hex", b: []byte{strHex + 1}},
+		{name: "longer than the record", b: []byte{9<<2 | strHex + 1, 1, 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := recReader{s: string(tc.b)}
+			r.str("")
+			assert.True(t, r.bad)
+		})
+	}
 }
