@@ -294,7 +294,8 @@ func gcPause(took time.Duration, share float64) time.Duration {
 //	   order-book rows, and the store renders the view on read
 //	11: collection, floor and listings views carry their asOf sources;
 //	   listings views the listed count and the cut rows' expiries (issue 30)
-//	12: token records in S2-compressed blocks per (address, bucket), i/tk/
+//	12: token records in S2-compressed blocks per (address, bucket), i/tk/;
+//	   listing snapshots' bodies and sale items (against saleDict) in S2
 const Schema = "12"
 
 // schema is what the store records: Schema and a fingerprint of the token
@@ -726,15 +727,16 @@ func (s *Store) page(prefix, pos []byte, limit int, cacheKey, salesOf string) (r
 	if s.beforePageRead != nil {
 		s.beforePageRead(f)
 	}
-	f.page, f.err = s.readPage(prefix, pos, limit)
+	f.page, f.err = s.readPage(prefix, pos, limit, salesOf != "")
 	if f.err == nil {
 		s.cache.putPage(ck, salesOf, gen, f.page)
 	}
 	return f.page, f.err
 }
 
-// readPage reads up to limit values after pos under prefix from Badger.
-func (s *Store) readPage(prefix, pos []byte, limit int) (render.Page, error) {
+// readPage reads up to limit values after pos under prefix from Badger
+// (sale items, encoded against saleDict, when sales).
+func (s *Store) readPage(prefix, pos []byte, limit int, sales bool) (render.Page, error) {
 	var page render.Page
 	q := s.USD()
 	page.USD = q.Version
@@ -761,7 +763,13 @@ func (s *Store) readPage(prefix, pos []byte, limit int) (render.Page, error) {
 			if len(v) < 8 {
 				continue
 			}
-			page.Items = append(page.Items, filled(v[8:], q))
+			item := v[8:]
+			if sales {
+				if item, err = saleItem(v); err != nil {
+					return err
+				}
+			}
+			page.Items = append(page.Items, filled(item, q))
 			last = append(last[:0], it.Item().Key()[len(prefix):]...)
 			sum = pageVersionMix(pageVersionMix(sum, v[:8]), last)
 		}

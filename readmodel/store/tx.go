@@ -587,7 +587,7 @@ func (t *Tx) AddSale(cid string, row *readmodel.SaleRow, item []byte) (bool, err
 		return false, nil
 	}
 	t.set(dk, suf)
-	t.set(key(pSale, cid, string(suf)), plain(item))
+	t.set(key(pSale, cid, string(suf)), saleValue(item))
 	t.sales = append(t.sales, cid)
 	return true, t.err
 }
