@@ -409,7 +409,20 @@ func (a *applier) apply(msg *readmodel.Message) error {
 			}
 			wasFailed = failed(prev)
 		}
-		a.putStatus(msg.Source, cid, statusInput{Seq: a.seq, Status: *msg.Status})
+		st := *msg.Status
+		if !st.OK && st.LastGoodAt.IsZero() {
+			// An ingest that restarted does not know when the source last
+			// answered well; the views do, and the last good rows stay
+			// servable for the retention after it (SPEC §4), so keep it.
+			prev, err := a.storedStatus(msg.Source, cid)
+			if err != nil {
+				return err
+			}
+			if prev != nil {
+				st.LastGoodAt = prev.Status.LastGoodAt
+			}
+		}
+		a.putStatus(msg.Source, cid, statusInput{Seq: a.seq, Status: st})
 		if cid != "" && msg.Status.OK && !wasFailed {
 			// Still healthy: no view shows anything of an OK status but
 			// that it is not failed (the first cycle carries one per
