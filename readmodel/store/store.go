@@ -322,6 +322,16 @@ func (s *Store) checkSchema() error {
 	if err != nil {
 		return internal(err, "check schema")
 	}
+	if !empty && !ok {
+		// Views but no schema: a store from before schemas were
+		// recorded, or a damaged table that lost the key (Badger reads
+		// a garbled block as missing keys). Dropping would rebuild either
+		// way, but damage must be said and counted (Verify's error is a
+		// DamageError, which the node heals).
+		if err := s.Verify(); err != nil {
+			return err
+		}
+	}
 	if !empty {
 		if err := s.db.DropAll(); err != nil {
 			return internal(err, "drop views of an older schema")
