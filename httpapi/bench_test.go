@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net"
+	"strings"
 	"testing"
 
 	"github.com/valyala/fasthttp"
@@ -84,4 +85,11 @@ func BenchmarkSalesBuilt(b *testing.B) {
 
 func BenchmarkCollections(b *testing.B) {
 	benchRequest(b, benchHarness(b), "/v1/collections?limit=5")
+}
+
+// BenchmarkTokens50 is GET /v1/tokens with 50 ids: compare its ns/op with
+// 50 × BenchmarkToken (the batch reads the same prepared records).
+func BenchmarkTokens50(b *testing.B) {
+	ids := strings.TrimSuffix(strings.Repeat("ethereum/"+testContract+"/1,", MaxBatchTokens), ",")
+	benchRequest(b, benchHarness(b), "/v1/tokens?ids="+ids)
 }

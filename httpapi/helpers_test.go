@@ -458,7 +458,7 @@ func (h *harness) get(target string, hdr ...string) result {
 }
 
 // documented reports whether the OpenAPI document describes method on path
-// (GET and OPTIONS on the eight routes).
+// (GET and OPTIONS on every route).
 func documented(method, path string) bool {
 	if method != http.MethodGet && method != http.MethodOptions {
 		return false
@@ -466,11 +466,11 @@ func documented(method, path string) bool {
 	path = strings.TrimSuffix(path, "/")
 	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
 	switch {
-	case path == "/v1", path == "/v1/openapi.json", path == "/v1/collections":
+	case path == "/v1", path == "/v1/openapi.json", path == "/v1/collections", path == "/v1/tokens":
 		return true
 	case len(segs) == 3 && segs[1] == "collections":
 		return true
-	case len(segs) == 4 && segs[1] == "collections" && (segs[3] == "floor" || segs[3] == "listings" || segs[3] == "sales"):
+	case len(segs) == 4 && segs[1] == "collections" && (segs[3] == "floor" || segs[3] == "listings" || segs[3] == "sales" || segs[3] == "events"):
 		return true
 	case len(segs) == 5 && segs[1] == "tokens":
 		return true

@@ -18,6 +18,37 @@ var (
 	errTokenMissing = readmodel.Errorf(readmodel.NotFound, "token not indexed")
 )
 
+// validToken applies SPEC §4's token validation, in its order: chain
+// (case-insensitive), then address (EVM: 0x + 40 hex, returned lowercased;
+// Solana: base58 collection mint of 32–44 characters, case kept), both 400
+// when malformed; then tokenId, only length-checked (≤100, else 404).
+// GET /v1/tokens/{chain}/{address}/{tokenId} and each id of the batch
+// endpoint share it.
+func validToken(chainText, address, tokenID string) (readmodel.Chain, string, error) {
+	chain, ok := readmodel.ParseChain(strings.ToLower(chainText))
+	if !ok {
+		return "", "", errTokenChain
+	}
+	hex0x := len(address) >= 2 && address[0] == '0' && (address[1] == 'x' || address[1] == 'X')
+	if chain.IsEVM() {
+		if !hex0x || !readmodel.IsEVMAddress(address) {
+			return "", "", errEVMAddress
+		}
+		address = strings.ToLower(address)
+	} else {
+		if hex0x {
+			return "", "", errSolanaHex
+		}
+		if !readmodel.IsBase58(address) {
+			return "", "", errSolanaMint
+		}
+	}
+	if tokenID == "" || len(tokenID) > readmodel.MaxTokenIDLen {
+		return "", "", errTokenMissing
+	}
+	return chain, address, nil
+}
+
 // getToken serves GET /v1/tokens/{chain}/{address}/{tokenId}: one token's
 // detail. Validation follows SPEC §4's table, in order, before any lookup:
 // chain (case-insensitive) and address (EVM: 0x + 40 hex, lowercased;
@@ -30,31 +61,17 @@ var (
 // lookup and the ETag keep nothing of them.
 func (s *Server) getToken(c *fiber.Ctx, rt *route, now time.Time) error {
 	chainText, _, _ := pathParamView(c, "chain")
-	chain, ok := readmodel.ParseChain(strings.ToLower(chainText))
-	if !ok {
-		return errTokenChain
-	}
 	address, _, ok := pathParamView(c, "address")
 	if !ok {
-		return errEVMAddress
-	}
-	hex0x := len(address) >= 2 && address[0] == '0' && (address[1] == 'x' || address[1] == 'X')
-	if chain.IsEVM() {
-		if !hex0x || !readmodel.IsEVMAddress(address) {
-			return errEVMAddress
-		}
-		address = strings.ToLower(address)
-	} else {
-		if hex0x {
-			return errSolanaHex
-		}
-		if !readmodel.IsBase58(address) {
-			return errSolanaMint
-		}
+		address = "\x00" // an undecodable escape: malformed for every chain
 	}
 	tokenID, _, ok := pathParamView(c, "tokenId")
-	if !ok || tokenID == "" || len(tokenID) > readmodel.MaxTokenIDLen {
-		return errTokenMissing
+	if !ok {
+		tokenID = ""
+	}
+	chain, address, err := validToken(chainText, address, tokenID)
+	if err != nil {
+		return err
 	}
 	tv, err := s.r.Token(c.UserContext(), chain, address, tokenID)
 	if err != nil {

@@ -1,0 +1,131 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/marketd/marketd/readmodel"
+)
+
+// TestBatchTokens covers GET /v1/tokens?ids=...: each id answered in
+// order with its TokenDetail or the error the single endpoint gives that
+// path, and SPEC's 400 for a list that is malformed as a whole.
+func TestBatchTokens(t *testing.T) {
+	evm := "ethereum/" + testContract + "/1"
+	sol := "solana/" + solMint + "/" + solAsset
+	tests := []struct {
+		name   string
+		ids    string // the raw query value; "-" omits ids
+		status int
+		want   []string // per item: "ok:<chain>" or the error code
+		lookup int      // Reader.Token calls
+	}{
+		{"one evm", evm, 200, []string{"ok:ethereum"}, 1},
+		{"evm, solana, repeat", evm + "," + sol + "," + evm, 200, []string{"ok:ethereum", "ok:solana", "ok:ethereum"}, 3},
+		{"address case folded as on the single endpoint", "EtHeReUm/" + strings.ToUpper(testContract[:2]) + testContract[2:] + "/1", 200, []string{"ok:ethereum"}, 1},
+		{"not indexed is a per-id not_found", evm + ",ethereum/" + testContract + "/2", 200, []string{"ok:ethereum", "not_found"}, 2},
+		{"bad chain is a per-id bad_request", "bitcoin/" + testContract + "/1," + evm, 200, []string{"bad_request", "ok:ethereum"}, 1},
+		{"solana with 0x address", "solana/" + testContract + "/" + solAsset, 200, []string{"bad_request"}, 0},
+		{"long tokenId is a per-id not_found", "ethereum/" + testContract + "/" + strings.Repeat("9", 101), 200, []string{"not_found"}, 0},
+		{"50 ids", strings.TrimSuffix(strings.Repeat(evm+",", 50), ","), 200, nil, 50},
+		{"51 ids", strings.TrimSuffix(strings.Repeat(evm+",", 51), ","), 400, nil, 0},
+		{"no ids parameter", "-", 400, nil, 0},
+		{"empty ids", "", 400, nil, 0},
+		{"trailing comma", evm + ",", 400, nil, 0},
+		{"empty id in the middle", evm + ",," + evm, 400, nil, 0},
+		{"two segments", "ethereum/" + testContract, 400, nil, 0},
+		{"four segments", evm + "/x", 400, nil, 0},
+		{"empty segment", "ethereum//1", 400, nil, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := MustHarness(t, nil)
+			h.r.tokens["ethereum|"+testContract+"|1"] = tokenView(1)
+			h.r.tokens["solana|"+solMint+"|"+solAsset] = overlayTokenView(1)
+			target := "/v1/tokens"
+			if tc.ids != "-" {
+				target += "?ids=" + tc.ids
+			}
+			res := h.get(target)
+			require.Equal(t, tc.status, res.status, "%s", res.body)
+			assert.Equal(t, tc.lookup, h.r.count("Token"))
+			if tc.status != 200 {
+				assert.Equal(t, "bad_request", res.errorCode(t))
+				assert.Equal(t, "no-store", res.header.Get("Cache-Control"))
+				return
+			}
+			assert.Equal(t, "public, s-maxage=30, stale-while-revalidate=60", res.header.Get("Cache-Control"))
+			items := data(t, res)
+			if tc.want == nil {
+				assert.Len(t, items, tc.lookup)
+				return
+			}
+			require.Len(t, items, len(tc.want))
+			for i, w := range tc.want {
+				m := items[i].(map[string]any)
+				if chain, ok := strings.CutPrefix(w, "ok:"); ok {
+					assert.Equal(t, chain, m["chain"], "item %d", i)
+					continue
+				}
+				e, ok := m["error"].(map[string]any)
+				require.True(t, ok, "item %d is not an error: %v", i, m)
+				assert.Equal(t, w, e["code"], "item %d", i)
+			}
+		})
+	}
+}
+
+// TestBatchTokensETag: a batch of found tokens carries an ETag that
+// revalidates, and changes with a token's version; one with an error item
+// carries none.
+func TestBatchTokensETag(t *testing.T) {
+	h := MustHarness(t, nil)
+	h.r.tokens["ethereum|"+testContract+"|1"] = tokenView(1)
+	target := "/v1/tokens?ids=ethereum/" + testContract + "/1"
+	first := h.get(target)
+	require.Equal(t, 200, first.status)
+	tag := first.header.Get("ETag")
+	require.NotEmpty(t, tag)
+	res := h.get(target, "If-None-Match", tag)
+	assert.Equal(t, http.StatusNotModified, res.status)
+	assert.Empty(t, res.body)
+
+	h.r.tokens["ethereum|"+testContract+"|1"] = tokenView(2)
+	res = h.get(target, "If-None-Match", tag)
+	assert.Equal(t, 200, res.status)
+	assert.NotEqual(t, tag, res.header.Get("ETag"))
+
+	res = h.get(target + ",ethereum/" + testContract + "/9")
+	assert.Equal(t, 200, res.status)
+	assert.Empty(t, res.header.Get("ETag"))
+}
+
+// TestBatchTokensOneItemCount: however many ids, a batch is one request
+// in the item bucket.
+func TestBatchTokensOneItemCount(t *testing.T) {
+	h := MustHarness(t, func(c *Config) { c.RateItem = 2 })
+	h.r.tokens["ethereum|"+testContract+"|1"] = tokenView(1)
+	target := "/v1/tokens?ids=" + strings.TrimSuffix(strings.Repeat("ethereum/"+testContract+"/1,", 50), ",")
+	for i := 0; i < 2; i++ {
+		require.Equal(t, 200, h.get(target).status, "request %d", i)
+	}
+	res := h.get(target)
+	assert.Equal(t, http.StatusTooManyRequests, res.status)
+	assert.Equal(t, "2", res.header.Get("X-RateLimit-Limit"))
+}
+
+// TestBatchTokensNodeFailure: a node failure for one id is that id's
+// not_found (the single endpoint never answers 502), not the request's.
+func TestBatchTokensNodeFailure(t *testing.T) {
+	h := MustHarness(t, nil)
+	h.r.setErr("Token", readmodel.Errorf(readmodel.Internal, "disk"))
+	res := h.get("/v1/tokens?ids=ethereum/" + testContract + "/1")
+	require.Equal(t, 200, res.status)
+	items := data(t, res)
+	require.Len(t, items, 1)
+	assert.Equal(t, "not_found", items[0].(map[string]any)["error"].(map[string]any)["code"])
+}
