@@ -950,8 +950,14 @@ func (a *applier) applySales(msg *readmodel.Message) error {
 		if !ok {
 			continue // uninterpretable price: dropped at projection
 		}
-		if _, err := a.tx.AddSale(msg.CollectionID, &r, tmpl(render.MarshalItem(it))); err != nil {
+		added, err := a.tx.AddSale(msg.CollectionID, &r, tmpl(render.MarshalItem(it)))
+		if err != nil {
 			return err
+		}
+		if added {
+			if err := a.feedSale(msg.CollectionID, i, &r, render.MarshalItem(it)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

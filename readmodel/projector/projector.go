@@ -606,8 +606,17 @@ func (p *Projector) applyLocked(ctx context.Context, i int, ds []decoded) error 
 				if a.now.IsZero() {
 					a.now = p.opts.Now()
 				}
+				want, err := a.feedWanted(d.msg)
+				if err != nil {
+					return err
+				}
 				if err := a.apply(d.msg); err != nil {
 					return err
+				}
+				if want {
+					if err := a.feed(d.msg); err != nil {
+						return err
+					}
 				}
 				rows += int64(1 + len(d.msg.Listings) + len(d.msg.Tokens) + len(d.msg.Sales))
 			}

@@ -75,6 +75,9 @@ type Options struct {
 	// store's own background work meets: the value-log GC reading a
 	// damaged file, or panicking on one. Reads and Update return theirs.
 	OnDamage func(err error)
+	// FeedEvents is how many change-feed events of each collection are
+	// kept (the oldest are dropped); 0 means DefaultFeedEvents.
+	FeedEvents int
 }
 
 // Store is a node's view store. Its methods are safe for concurrent use;

@@ -1,0 +1,267 @@
+package projector
+
+import (
+	"encoding/json"
+	"hash/fnv"
+	"strconv"
+
+	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/render"
+	"github.com/marketd/marketd/readmodel/store"
+)
+
+// The change feed (GET /v1/collections/{id}/events) is produced here, one
+// applied message at a time, never by a render: renders are batched, and
+// batches differ between nodes, while what one message changes does not.
+//
+// A collection's feed state holds the listing set the feed last reported
+// (the merged snapshot, as the listings endpoint serves it). After every
+// message that can change the set (a listing source's rows or its
+// per-collection status, the collection document), the set is merged again
+// as of the message's time and diffed against the stored one: every
+// difference becomes an event and the new set is stored with them, in the
+// same transaction as the message. Nothing is lost between two messages:
+// a listing that expired, or a failing source's rows that aged out, in
+// between is reported at the next message. Applying a collection's events
+// in order to the set at any earlier event yields the set after the last
+// (TestFeedReplaysSnapshots).
+//
+// Event ids are the stream position of the message ("s<seq>" on the state
+// stream, "x<seq>" on the sales stream), the event's index among the
+// message's events and a hash of its content: the same message applied to
+// the same state gives the same ids on every node, live or replayed.
+
+// feedState is a collection's stored feed state.
+type feedState struct {
+	Rows []readmodel.ListingRow `json:"rows,omitempty"` // the listing set last reported, in snapshot order
+	// Sold holds the orderIds of the latest sales applied (oldest first, at
+	// most feedSoldKept): a listing that leaves the set after its sale
+	// was applied is removed as sold.
+	Sold []string `json:"sold,omitempty"`
+}
+
+const feedSoldKept = 256
+
+// feedWanted reports, before msg is applied, whether applying it can
+// change collection's listing set (feed then diffs it after). A healthy
+// status that follows a healthy one changes nothing (a third of a first
+// cycle's messages): it is skipped.
+func (a *applier) feedWanted(msg *readmodel.Message) (bool, error) {
+	if msg.CollectionID == "" {
+		return false, nil // source-wide: each collection catches up at its next message
+	}
+	switch msg.Kind {
+	case readmodel.KindListings, readmodel.KindCollection:
+		return true, nil
+	case readmodel.KindStatus:
+		if msg.Source != readmodel.SourceOrderBook && msg.Source != readmodel.SourceIndexerMirror {
+			return false, nil
+		}
+		if !msg.Status.OK {
+			return true, nil
+		}
+		prev, err := a.status(msg.Source, msg.CollectionID)
+		return failed(prev), err
+	}
+	return false, nil
+}
+
+// feed diffs msg's collection's listing set (see the top of this file).
+func (a *applier) feed(msg *readmodel.Message) error {
+	cid := msg.CollectionID
+	doc, err := store.Get[readmodel.CollectionDoc](a.tx, store.InDoc, cid)
+	if err != nil {
+		return err
+	}
+	snap, err := a.snapshot(cid, doc)
+	if err != nil {
+		return err
+	}
+	head, st, err := a.feedState(cid)
+	if err != nil {
+		return err
+	}
+	var evs []render.Event
+	if evs, err = a.diffListings(cid, &st, snap.Rows); err != nil || len(evs) == 0 {
+		return err
+	}
+	st.Rows = snap.Rows
+	return a.appendFeed(cid, head, &st, 's', 0, evs)
+}
+
+// feedState reads collection cid's feed head and state.
+func (a *applier) feedState(cid string) (store.FeedHead, feedState, error) {
+	var st feedState
+	head, raw, err := a.tx.FeedState(cid)
+	if err == nil && raw != nil {
+		err = json.Unmarshal(raw, &st)
+	}
+	return head, st, err
+}
+
+// feedSale appends a sale event for row (its item already rendered), the
+// i-th new sale of the message being applied, and remembers its orderId.
+func (a *applier) feedSale(cid string, i int, row *readmodel.SaleRow, item []byte) error {
+	head, st, err := a.feedState(cid)
+	if err != nil {
+		return err
+	}
+	if row.OrderID != "" {
+		st.Sold = append(st.Sold, row.OrderID)
+		if n := len(st.Sold) - feedSoldKept; n > 0 {
+			st.Sold = append(st.Sold[:0], st.Sold[n:]...)
+		}
+	}
+	at := row.Timestamp
+	ev := render.Event{Type: render.EventSale, CollectionID: cid, ObservedAt: a.now, UpstreamAt: &at, Sale: item}
+	return a.appendFeed(cid, head, &st, 'x', i, []render.Event{ev})
+}
+
+// appendFeed renders evs with their ids (the stream's letter and the
+// message's sequence, the event's index in the message from first, a hash
+// of its content) and appends them with st.
+func (a *applier) appendFeed(cid string, head store.FeedHead, st *feedState, stream byte, first int, evs []render.Event) error {
+	b, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	out := make([]store.NewEvent, len(evs))
+	for i := range evs {
+		e := &evs[i]
+		h := fnv.New32a()
+		h.Write(render.EventJSON(e)) // the id is still empty: the hash covers the content
+		e.ID = string(stream) + strconv.FormatUint(a.seq, 10) + "-" + strconv.Itoa(first+i) + "-" + strconv.FormatUint(uint64(h.Sum32()), 36)
+		out[i] = store.NewEvent{Type: render.EventTypeBit(e.Type), ID: e.ID, Body: render.EventJSON(e)}
+	}
+	a.tx.AppendEvents(cid, head, b, out)
+	return nil
+}
+
+// diffListings returns the events that turn st.Rows into cur: removals
+// in the old set's order, then additions and price changes in the new
+// set's, then the floor.
+func (a *applier) diffListings(cid string, st *feedState, cur []readmodel.ListingRow) ([]render.Event, error) {
+	old := make(map[string]*readmodel.ListingRow, len(st.Rows))
+	for i := range st.Rows {
+		old[st.Rows[i].AssetKey()] = &st.Rows[i]
+	}
+	now := make(map[string]*readmodel.ListingRow, len(cur))
+	for i := range cur {
+		now[cur[i].AssetKey()] = &cur[i]
+	}
+	var evs []render.Event
+	item := func(r *readmodel.ListingRow) []byte {
+		it, ok := render.ListingItem(r, nil, a.now)
+		if !ok {
+			return nil
+		}
+		return render.MarshalItem(it)
+	}
+	for i := range st.Rows {
+		o := &st.Rows[i]
+		n, still := now[o.AssetKey()]
+		if still && n.OrderID == o.OrderID {
+			continue
+		}
+		reason, err := a.removalReason(cid, st, o, still)
+		if err != nil {
+			return nil, err
+		}
+		e := render.Event{Type: render.EventListingRemoved, CollectionID: cid, ObservedAt: a.now, Reason: reason, Listing: item(o)}
+		if reason == render.ReasonExpired {
+			e.UpstreamAt = o.ExpiresAt
+		}
+		evs = append(evs, e)
+	}
+	for i := range cur {
+		n := &cur[i]
+		o, had := old[n.AssetKey()]
+		at := n.Timestamp
+		switch {
+		case !had || o.OrderID != n.OrderID:
+			evs = append(evs, render.Event{Type: render.EventListingAdded, CollectionID: cid, ObservedAt: a.now, UpstreamAt: &at, Listing: item(n)})
+		case o.PriceRaw != n.PriceRaw:
+			e := render.Event{Type: render.EventPriceChanged, CollectionID: cid, ObservedAt: a.now, UpstreamAt: &at, Listing: item(n)}
+			if p, ok := render.PriceOf(o.Chain, o.PriceRaw, nil); ok {
+				e.Previous = &p
+			}
+			evs = append(evs, e)
+		}
+	}
+	of, nf := floorOf(st.Rows), floorOf(cur)
+	if of.PriceRaw != nf.PriceRaw || of.Chain != nf.Chain {
+		e := render.Event{Type: render.EventFloorChanged, CollectionID: cid, ObservedAt: a.now}
+		if p, ok := render.PriceOf(nf.Chain, nf.PriceRaw, nil); ok && nf.PriceRaw != "" {
+			e.Floor = &p
+		}
+		if p, ok := render.PriceOf(of.Chain, of.PriceRaw, nil); ok && of.PriceRaw != "" {
+			e.Previous = &p
+		}
+		evs = append(evs, e)
+	}
+	return evs, nil
+}
+
+// floorOf is the cheapest row of a snapshot-ordered set (zero when empty).
+func floorOf(rows []readmodel.ListingRow) readmodel.ListingRow {
+	if len(rows) == 0 {
+		return readmodel.ListingRow{}
+	}
+	return rows[0]
+}
+
+// removalReason says why o left the set (still: its asset is listed
+// again under another orderId). In order: a sale of its orderId was
+// applied; it expired; its source is failing and still holds it (its
+// last good rows aged out); the asset was listed again; its source still
+// reports it live (it fell beyond the snapshot's ceiling); else cancelled.
+func (a *applier) removalReason(cid string, st *feedState, o *readmodel.ListingRow, still bool) (string, error) {
+	if o.OrderID != "" {
+		for _, s := range st.Sold {
+			if s == o.OrderID {
+				return render.ReasonSold, nil
+			}
+		}
+	}
+	if o.ExpiresAt != nil && !o.ExpiresAt.After(a.now) {
+		return render.ReasonExpired, nil
+	}
+	listedLive := false
+	for _, src := range [...]readmodel.Source{readmodel.SourceOrderBook, readmodel.SourceIndexerMirror} {
+		rows, err := a.rows(src, cid)
+		if err != nil {
+			return "", err
+		}
+		if rows == nil || !holds(rows.Rows, o) {
+			continue
+		}
+		stat, err := a.status(src, cid)
+		if err != nil {
+			return "", err
+		}
+		if failed(stat) {
+			return render.ReasonSourceDropped, nil
+		}
+		listedLive = true
+	}
+	switch {
+	case still:
+		return render.ReasonRepriced, nil
+	case listedLive:
+		return render.ReasonBeyondCeiling, nil
+	}
+	return render.ReasonCancelled, nil
+}
+
+// holds reports whether rows hold o's listing live (same asset and
+// orderId).
+func holds(rows []readmodel.ListingRow, o *readmodel.ListingRow) bool {
+	k := o.AssetKey()
+	for i := range rows {
+		r := &rows[i]
+		if r.OrderID == o.OrderID && r.Status == readmodel.StatusActive && r.AssetKey() == k {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,106 @@
+package render
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/marketd/marketd/readmodel"
+)
+
+// Change-feed event types (GET /v1/collections/{id}/events, beyond SPEC).
+const (
+	EventListingAdded   = "listing_added"
+	EventListingRemoved = "listing_removed"
+	EventPriceChanged   = "price_changed"
+	EventFloorChanged   = "floor_changed"
+	EventSale           = "sale"
+)
+
+// EventTypes lists the event types in their bit order (EventTypeBit).
+var EventTypes = [...]string{EventListingAdded, EventListingRemoved, EventPriceChanged, EventFloorChanged, EventSale}
+
+// EventTypeBit is type t's bit in a types filter; 0 for an unknown type.
+func EventTypeBit(t string) uint8 {
+	for i, n := range EventTypes {
+		if n == t {
+			return 1 << i
+		}
+	}
+	return 0
+}
+
+// Why a listing left the feed's listing set (listing_removed's reason).
+const (
+	ReasonSold          = "sold"           // a sale of its orderId was applied before it left
+	ReasonCancelled     = "cancelled"      // its source stopped reporting it, unexpired and unsold
+	ReasonExpired       = "expired"        // its expiresAt passed
+	ReasonRepriced      = "repriced"       // the asset is listed again under another orderId (a listing_added follows)
+	ReasonSourceDropped = "source_dropped" // its source is failing and its last good rows aged out
+	ReasonBeyondCeiling = "beyond_ceiling" // still listed, but no longer among the ~250 cheapest of the snapshot
+)
+
+// Event is one change-feed event. Every field is rendered; those that do
+// not apply to the type are null.
+type Event struct {
+	ID           string     // stable, opaque: derived from the stream message it came from
+	Type         string     // one of EventTypes
+	CollectionID string     // canonical collection id
+	ObservedAt   time.Time  // when the projector saw it: the message's observation time
+	UpstreamAt   *time.Time // when upstream reported it (listing time, block time, expiry), nil when it did not
+	Reason       string     // listing_removed only
+	Listing      []byte     // MarketItem (added, removed: as last reported, price_changed: as now)
+	Previous     *readmodel.Price
+	Sale         []byte // MarketItem of the sale
+	Floor        *readmodel.Price
+}
+
+// EventJSON renders e. Prices carry usd null: an event is immutable once
+// written, so it carries no conversion that would change with the rates.
+func EventJSON(e *Event) []byte {
+	type body struct {
+		EventID       string           `json:"eventId"`
+		Type          string           `json:"type"`
+		CollectionID  string           `json:"collectionId"`
+		ObservedAt    string           `json:"observedAt"`
+		UpstreamAt    *string          `json:"upstreamAt"`
+		Reason        *string          `json:"reason"`
+		Listing       json.RawMessage  `json:"listing"`
+		PreviousPrice *readmodel.Price `json:"previousPrice"`
+		Sale          json.RawMessage  `json:"sale"`
+		Floor         *readmodel.Price `json:"floor"`
+	}
+	b := body{EventID: e.ID, Type: e.Type, CollectionID: e.CollectionID, ObservedAt: readmodel.FormatTime(e.ObservedAt),
+		Listing: nullRaw(e.Listing), PreviousPrice: e.Previous, Sale: nullRaw(e.Sale), Floor: e.Floor}
+	if e.UpstreamAt != nil && !e.UpstreamAt.IsZero() {
+		s := readmodel.FormatTime(*e.UpstreamAt)
+		b.UpstreamAt = &s
+	}
+	if e.Reason != "" {
+		b.Reason = &e.Reason
+	}
+	out, err := json.Marshal(b)
+	if err != nil {
+		return []byte("null")
+	}
+	return out
+}
+
+func nullRaw(b []byte) json.RawMessage {
+	if len(b) == 0 {
+		return json.RawMessage("null")
+	}
+	return b
+}
+
+// EventPage is one page of a collection's change feed, oldest first.
+type EventPage struct {
+	Items [][]byte // event bodies
+	// Last and LastID are the position a walk resumes after: the last
+	// event returned on a full page, else the feed's newest event (events
+	// filtered out need not be read again); 0 and "" for an empty feed
+	// read from its start.
+	Last   uint64
+	LastID string
+	// Full is true when the page holds limit events: it never changes.
+	Full bool
+}

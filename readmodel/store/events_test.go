@@ -1,0 +1,98 @@
+package store
+
+import (
+	"context"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/render"
+)
+
+// appendN appends n events to cid's feed: sales at odd seqs, additions at
+// even ones, with ids e<seq>.
+func appendN(t *testing.T, s *Store, cid string, n int) {
+	t.Helper()
+	require.NoError(t, s.Update(context.Background(), func(tx *Tx) error {
+		h, state, err := tx.FeedState(cid)
+		if err != nil {
+			return err
+		}
+		var evs []NewEvent
+		for i := 0; i < n; i++ {
+			seq := h.Next + uint64(i)
+			typ := render.EventListingAdded
+			if seq%2 == 1 {
+				typ = render.EventSale
+			}
+			evs = append(evs, NewEvent{Type: render.EventTypeBit(typ), ID: "e" + strconv.FormatUint(seq, 10), Body: []byte(`{"seq":` + strconv.FormatUint(seq, 10) + `}`)})
+		}
+		tx.AppendEvents(cid, h, append(state, 'x'), evs)
+		return nil
+	}))
+}
+
+func TestEvents(t *testing.T) {
+	s := mustOpen(t)
+	s.opts.FeedEvents = 5
+	ctx := context.Background()
+
+	p, err := s.Events(ctx, "c", 0, "", 10, 0)
+	require.NoError(t, err)
+	assert.Empty(t, p.Items)
+	assert.Equal(t, uint64(0), p.Last, "an empty feed read from its start")
+
+	appendN(t, s, "c", 4)
+	appendN(t, s, "other", 2)
+	p, err = s.Events(ctx, "c", 0, "", 3, 0)
+	require.NoError(t, err)
+	assert.True(t, p.Full)
+	assert.Equal(t, []string{`{"seq":1}`, `{"seq":2}`, `{"seq":3}`}, strs(p.Items))
+	assert.Equal(t, "e3", p.LastID)
+
+	p, err = s.Events(ctx, "c", 3, "e3", 3, 0)
+	require.NoError(t, err)
+	assert.False(t, p.Full, "the head page")
+	assert.Equal(t, []string{`{"seq":4}`}, strs(p.Items))
+
+	p, err = s.Events(ctx, "c", 0, "", 10, render.EventTypeBit(render.EventSale))
+	require.NoError(t, err)
+	assert.Equal(t, []string{`{"seq":1}`, `{"seq":3}`}, strs(p.Items))
+	assert.Equal(t, uint64(4), p.Last, "the head page resumes after what it filtered out")
+
+	_, err = s.Events(ctx, "c", 3, "e9", 3, 0)
+	assert.Equal(t, readmodel.BadRequest, readmodel.ErrorCode(err), "the event at the position is another")
+	_, err = s.Events(ctx, "c", 9, "e9", 3, 0)
+	assert.Equal(t, readmodel.BadRequest, readmodel.ErrorCode(err), "beyond the feed")
+
+	appendN(t, s, "c", 4) // 8 events, 5 kept: 4..8
+	require.NoError(t, s.View(ctx, func(tx *Tx) error {
+		h, state, err := tx.FeedState("c")
+		assert.Equal(t, FeedHead{First: 4, Next: 9}, h)
+		assert.Equal(t, "xx", string(state))
+		return err
+	}))
+	p, err = s.Events(ctx, "c", 0, "", 10, 0)
+	require.NoError(t, err)
+	assert.Equal(t, []string{`{"seq":4}`, `{"seq":5}`, `{"seq":6}`, `{"seq":7}`, `{"seq":8}`}, strs(p.Items))
+	_, err = s.Events(ctx, "c", 3, "e3", 3, 0)
+	require.NoError(t, err, "right before the oldest kept: nothing was missed")
+	_, err = s.Events(ctx, "c", 2, "e2", 3, 0)
+	assert.Equal(t, readmodel.BadRequest, readmodel.ErrorCode(err))
+	assert.Contains(t, readmodel.ErrorMessage(err), `"e4"`, "names the oldest event kept")
+
+	p, err = s.Events(ctx, "other", 0, "", 10, 0)
+	require.NoError(t, err)
+	assert.Len(t, p.Items, 2, "feeds are per collection")
+}
+
+func strs(bs [][]byte) []string {
+	out := make([]string, len(bs))
+	for i, b := range bs {
+		out[i] = string(b)
+	}
+	return out
+}
