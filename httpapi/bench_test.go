@@ -93,3 +93,28 @@ func BenchmarkTokens50(b *testing.B) {
 	ids := strings.TrimSuffix(strings.Repeat("ethereum/"+testContract+"/1,", MaxBatchTokens), ",")
 	benchRequest(b, benchHarness(b), "/v1/tokens?ids="+ids)
 }
+
+// BenchmarkEventsFull is a full page of 25 change-feed events after a
+// cursor: immutable, answered from the page memo once hot.
+func BenchmarkEventsFull(b *testing.B) {
+	h := benchHarness(b)
+	h.r.addEvents(testID, 200)
+	cur := h.srv.cursors.appendCursorUntil(nil, cursor{kind: cursorEvents, bind: testID, pos: "s100-0-x", offset: 100}, neverExpires)
+	benchRequest(b, h, "/v1/collections/"+testID+"/events?limit=25&cursor="+string(cur))
+}
+
+// BenchmarkEventsFirst is the first page (no cursor): full, but built on
+// every request (it moves as old events are dropped).
+func BenchmarkEventsFirst(b *testing.B) {
+	h := benchHarness(b)
+	h.r.addEvents(testID, 200)
+	benchRequest(b, h, "/v1/collections/"+testID+"/events?limit=25")
+}
+
+// BenchmarkEventsHead is the head page: the last 10 events, after a cursor.
+func BenchmarkEventsHead(b *testing.B) {
+	h := benchHarness(b)
+	h.r.addEvents(testID, 200)
+	cur := h.srv.cursors.appendCursorUntil(nil, cursor{kind: cursorEvents, bind: testID, pos: "s190-0-x", offset: 190}, neverExpires)
+	benchRequest(b, h, "/v1/collections/"+testID+"/events?limit=25&cursor="+string(cur))
+}

@@ -20,6 +20,7 @@ const (
 	cursorListings    cursorKind = 'L'
 	cursorSales       cursorKind = 'S'
 	cursorCollections cursorKind = 'C'
+	cursorEvents      cursorKind = 'E'
 )
 
 const (
@@ -76,10 +77,20 @@ func (cc *cursorCodec) expiry(now time.Time) int64 {
 
 // appendCursor appends the encoded cursor for k to dst.
 func (cc *cursorCodec) appendCursor(dst []byte, k cursor, now time.Time) []byte {
+	return cc.appendCursorUntil(dst, k, cc.expiry(now))
+}
+
+// neverExpires is the expiry of a cursor that verifies for as long as its
+// key does (the change feed's: a full page's body never changes).
+const neverExpires = int64(1<<63 - 1)
+
+// appendCursorUntil appends the encoded cursor for k, valid until exp
+// (unix seconds), to dst.
+func (cc *cursorCodec) appendCursorUntil(dst []byte, k cursor, exp int64) []byte {
 	var pb [256]byte
 	p := pb[:0]
 	p = append(p, cursorVersion, byte(k.kind))
-	p = binary.BigEndian.AppendUint64(p, uint64(cc.expiry(now)))
+	p = binary.BigEndian.AppendUint64(p, uint64(exp))
 	p = binary.AppendUvarint(p, uint64(len(k.bind)))
 	p = append(p, k.bind...)
 	p = binary.AppendUvarint(p, uint64(len(k.pos)))

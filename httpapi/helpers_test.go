@@ -44,6 +44,7 @@ type fakeReader struct {
 	salesDrop bool
 	browse    map[string][][]byte // key sort|chain
 	tokens    map[string]render.TokenView
+	feeds     map[string]*fakeFeed // change feeds by canonical id (events_test.go)
 	errs      map[string]error
 	calls     map[string]int
 

@@ -49,6 +49,7 @@ func routeTable() []*route {
 		{pattern: "/v1/collections/:id/floor", summary: "Collection floor", bucket: bucketItem, maxAge: 10, never502: true, handle: (*Server).getFloor},
 		{pattern: "/v1/collections/:id/listings", summary: "Active listings", bucket: bucketList, maxAge: 15, handle: (*Server).getListings},
 		{pattern: "/v1/collections/:id/sales", summary: "Completed sales", bucket: bucketList, maxAge: 30, handle: (*Server).getSales},
+		{pattern: "/v1/collections/:id/events", summary: "Change feed", bucket: bucketList, maxAge: 5, handle: (*Server).getEvents},
 		{pattern: "/v1/tokens", summary: "Several tokens' detail", bucket: bucketItem, maxAge: 30, never502: true, handle: (*Server).getTokens},
 		{pattern: "/v1/tokens/:chain/:address/:tokenId", summary: "Token detail", bucket: bucketItem, maxAge: 30, never502: true, handle: (*Server).getToken},
 	}

@@ -24,6 +24,9 @@ import (
 	"github.com/rs/zerolog"
 )
 
+// The store serves the change feed (GET /v1/collections/{id}/events).
+var _ httpapi.EventReader = (*store.Store)(nil)
+
 // parts says which components a role runs.
 type parts struct {
 	embedded bool // embedded NATS server under <data-dir>/nats

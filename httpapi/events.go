@@ -1,0 +1,127 @@
+package httpapi
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/render"
+)
+
+// EventReader is implemented by a Reader that keeps collections' change
+// feeds (readmodel/store does); without it the events endpoint answers
+// every collection with an empty feed.
+type EventReader interface {
+	// Events returns up to limit events of canonical collection id,
+	// oldest first, after the event at seq after whose id is afterID
+	// (after 0: from the oldest kept), of the types whose
+	// render.EventTypeBit is set in types (0: all). A position older
+	// than the retention, or not the event it names, is BadRequest.
+	Events(ctx context.Context, id string, after uint64, afterID string, limit int, types uint8) (render.EventPage, error)
+}
+
+var errEventTypes = readmodel.Errorf(readmodel.BadRequest, "types must be a comma-separated list of %s", strings.Join(render.EventTypes[:], ", "))
+
+// A full page of the feed never changes: it is cached as long as a cache
+// will keep it.
+var (
+	immutableCacheControl    = []byte("public, s-maxage=31536000, max-age=31536000, immutable")
+	immutableCDNCacheControl = []byte("max-age=31536000, immutable")
+)
+
+// getEvents serves GET /v1/collections/{id}/events (beyond SPEC): the
+// collection's change feed, oldest first, from a cursor that resumes it.
+// Every page carries a nextCursor, also the head page (the feed has no
+// end: poll it again later); hasMore says the page was full, so more may
+// be read at once. A full page after a cursor never changes (its events
+// and next cursor are fixed; feed cursors do not expire): it is served
+// immutable, from the page memo when hot. The head page, and the first
+// page (it starts at the oldest event kept, which moves), are cached for
+// the route's short s-maxage. Errors: 400
+// (cursor, limit, types), 404 (unresolved id), 502 (node failure).
+func (s *Server) getEvents(c *fiber.Ctx, rt *route, now time.Time) error {
+	cv, err := s.resolve(c)
+	if err != nil {
+		return err
+	}
+	limit, err := queryLimit(c)
+	if err != nil {
+		return err
+	}
+	var types uint8
+	if args := c.Context().QueryArgs(); args.Has("types") {
+		for _, t := range strings.Split(string(args.Peek("types")), ",") {
+			bit := render.EventTypeBit(t)
+			if bit == 0 {
+				return errEventTypes
+			}
+			types |= bit
+		}
+	}
+	var after uint64
+	var afterID string
+	if text, ok := queryCursor(c); ok {
+		k, err := s.cursors.parse(text, cursorEvents, cv.ID, now)
+		if err != nil {
+			return err
+		}
+		if k.offset == 0 || k.pos == "" {
+			return errCursorBad
+		}
+		after, afterID = k.offset, k.pos
+	}
+	// A full page after a cursor is immutable: its body is remembered
+	// (page memo) by what the request names, and served without a read.
+	tag := s.newETag("events").str(cv.ID).num(uint64(types)).num(after).str(afterID).num(uint64(limit))
+	full := *rt
+	full.cacheControl, full.cdnCacheControl = immutableCacheControl, immutableCDNCacheControl
+	var kb [192]byte
+	key := newMemoKey(kb[:0], cursorEvents).str(cv.ID).num(uint64(types)).num(after).str(afterID).num(uint64(limit))
+	var h uint64
+	if s.memo != nil && after != 0 {
+		var body []byte
+		if body, h = s.memo.get(key); body != nil {
+			setJSON(c)
+			if !writeCache(c, &full, tag) {
+				c.Response().SetBodyRaw(body)
+			}
+			return nil
+		}
+	}
+	var page render.EventPage
+	if er, ok := s.r.(EventReader); ok {
+		if page, err = er.Events(c.UserContext(), cv.ID, after, afterID, limit, types); err != nil {
+			return err
+		}
+	}
+	setJSON(c)
+	// The first page (no cursor) starts at the oldest event kept, which
+	// moves as old events are dropped: only a page after a cursor is fixed.
+	immutable := page.Full && after != 0
+	cached := rt
+	if immutable {
+		cached = &full
+	} else {
+		tag = tag.num(page.Last).str(page.LastID)
+	}
+	if writeCache(c, cached, tag) {
+		return nil
+	}
+	resp := c.Response()
+	resp.AppendBodyString(`{"data":`)
+	appendItems(resp, page.Items)
+	var next []byte
+	if page.Last != 0 {
+		var b [512]byte
+		next = s.cursors.appendCursorUntil(b[:0], cursor{kind: cursorEvents, bind: cv.ID, pos: page.LastID, offset: page.Last}, neverExpires)
+	}
+	appendPagination(resp, next, page.Full)
+	resp.AppendBodyString("}")
+	if immutable && s.memo != nil {
+		s.memo.put(key, h, resp.Body())
+	}
+	return nil
+}
