@@ -113,6 +113,13 @@ type Picked struct {
 	Sales      int // items on its sales page at limit=25
 	TokenPath  string
 	Candidates []string // ids of the browse page, for the freshness poll set
+	// TokenIDs are up to 50 chain/address/tokenId of its listed tokens
+	// (the batch tokens request).
+	TokenIDs []string
+	// EventsFull and EventsHead are paths of its change feed: a full page
+	// (immutable; "" when the feed holds fewer than 25 events) and the
+	// head page (the one a poller that kept up reads).
+	EventsFull, EventsHead string
 }
 
 // pickIDs chooses, among the first browse page, the collection with the
@@ -137,6 +144,7 @@ func pickIDs(ctx context.Context, api string, maxCandidates int) (Picked, error)
 		c               collectionItem
 		listings, sales int
 		first           *marketItem
+		rows            []marketItem
 	}
 	var best *cand
 	for i, c := range page.Data {
@@ -152,7 +160,7 @@ func pickIDs(ctx context.Context, api string, maxCandidates int) (Picked, error)
 		if json.Unmarshal(lb, &lp) != nil || len(lp.Data) == 0 {
 			continue
 		}
-		cd := &cand{c: c, listings: len(lp.Data), first: &lp.Data[0]}
+		cd := &cand{c: c, listings: len(lp.Data), first: &lp.Data[0], rows: lp.Data}
 		if st, _, sb, err := get(ctx, api+"/v1/collections/"+esc+"/sales"); err == nil && st == http.StatusOK {
 			var sp listPage[json.RawMessage]
 			if json.Unmarshal(sb, &sp) == nil {
@@ -175,7 +183,48 @@ func pickIDs(ctx context.Context, api string, maxCandidates int) (Picked, error)
 		return p, err
 	}
 	p.TokenPath = tp
+	for _, it := range best.rows {
+		if len(p.TokenIDs) == 50 {
+			break
+		}
+		if tp, err := tokenPath(best.c, it); err == nil {
+			p.TokenIDs = append(p.TokenIDs, strings.TrimPrefix(tp, "/v1/tokens/"))
+		}
+	}
+	p.EventsFull, p.EventsHead = feedPaths(ctx, api, best.c.ID)
 	return p, nil
+}
+
+// feedPaths walks collection id's change feed in pages of 25 and returns
+// the path of its second page when that is full (the first full page after
+// a cursor: immutable; "" when there is none) and the path of its head
+// page (the first that is not full); both "" when the node serves no feed.
+func feedPaths(ctx context.Context, api, id string) (full, head string) {
+	base := "/v1/collections/" + url.PathEscape(id) + "/events?limit=25"
+	path := base
+	for i := 0; i < 10000; i++ {
+		st, _, body, err := get(ctx, api+path)
+		if err != nil || st != http.StatusOK {
+			return "", ""
+		}
+		var page struct {
+			Pagination struct {
+				NextCursor *string `json:"nextCursor"`
+				HasMore    bool    `json:"hasMore"`
+			} `json:"pagination"`
+		}
+		if json.Unmarshal(body, &page) != nil {
+			return "", ""
+		}
+		if !page.Pagination.HasMore || page.Pagination.NextCursor == nil {
+			return full, path
+		}
+		if i == 1 {
+			full = path
+		}
+		path = base + "&cursor=" + url.QueryEscape(*page.Pagination.NextCursor)
+	}
+	return full, ""
 }
 
 // tokenPath is the token URL of a listing row: EVM uses the row's contract
@@ -197,7 +246,7 @@ func tokenPath(c collectionItem, it marketItem) (string, error) {
 // endpoints are the measured routes for a picked collection and token.
 func endpoints(p Picked) []Endpoint {
 	c := "/v1/collections/" + url.PathEscape(p.Collection.ID)
-	return []Endpoint{
+	eps := []Endpoint{
 		{"collections page", "/v1/collections"},
 		{"collection detail", c},
 		{"floor", c + "/floor"},
@@ -206,6 +255,16 @@ func endpoints(p Picked) []Endpoint {
 		{"sales page", c + "/sales"},
 		{"token", p.TokenPath},
 	}
+	if p.EventsFull != "" {
+		eps = append(eps, Endpoint{"events page (full)", p.EventsFull})
+	}
+	if p.EventsHead != "" {
+		eps = append(eps, Endpoint{"events page (head)", p.EventsHead})
+	}
+	if len(p.TokenIDs) > 0 {
+		eps = append(eps, Endpoint{fmt.Sprintf("tokens batch (%d ids)", len(p.TokenIDs)), "/v1/tokens?ids=" + strings.Join(p.TokenIDs, ",")})
+	}
+	return eps
 }
 
 // Capture is one marketd response saved for benchref.

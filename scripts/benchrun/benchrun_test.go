@@ -320,8 +320,9 @@ func TestPickIDsPrefersFullestListings(t *testing.T) {
 	assert.Equal(t, "/v1/tokens/solana/MiNt/AsSet", p.TokenPath)
 	assert.Equal(t, []string{"ethereum_0xa", "solana_m"}, p.Candidates)
 	eps := endpoints(p)
-	require.Len(t, eps, 7)
+	require.Len(t, eps, 8, "no feed on this market: no events pages")
 	assert.Equal(t, "/v1/collections/solana_m/listings?limit=100", eps[4].Path)
+	assert.Equal(t, "/v1/tokens?ids=solana/MiNt/AsSet,solana/MiNt/AsSet,solana/MiNt/AsSet", eps[7].Path)
 }
 
 func TestFreshOnceSeesTheChange(t *testing.T) {
@@ -624,4 +625,23 @@ func TestTickToWallReportsAFailingSimulator(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
+}
+
+// TestFeedPaths: the full page is the second (the first after a cursor),
+// the head page the first that is not full.
+func TestFeedPaths(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Query().Get("cursor") {
+		case "":
+			w.Write([]byte(`{"data":[],"pagination":{"nextCursor":"a b","hasMore":true}}`))
+		case "a b":
+			w.Write([]byte(`{"data":[],"pagination":{"nextCursor":"c","hasMore":true}}`))
+		default:
+			w.Write([]byte(`{"data":[],"pagination":{"nextCursor":"c","hasMore":false}}`))
+		}
+	}))
+	t.Cleanup(srv.Close)
+	full, head := feedPaths(context.Background(), srv.URL, "x")
+	assert.Equal(t, "/v1/collections/x/events?limit=25&cursor=a+b", full)
+	assert.Equal(t, "/v1/collections/x/events?limit=25&cursor=c", head)
 }

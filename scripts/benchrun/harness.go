@@ -514,6 +514,7 @@ func (h *harness) size(ctx context.Context, label string, collections int, withR
 		// size), so the ratio to demo compares like with like.
 		if d := h.res.Sizes[0].Picked; d.Collection.ID != "" && stillThere(ctx, n.api, d) {
 			d.Candidates = p.Candidates
+			d.EventsFull, d.EventsHead = feedPaths(ctx, n.api, d.Collection.ID) // feed cursors are this node's
 			p = d
 		}
 	}
