@@ -24,8 +24,15 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// The store serves the change feed (GET /v1/collections/{id}/events).
-var _ httpapi.EventReader = (*store.Store)(nil)
+// The views served answer the change feed (GET /v1/collections/{id}/events)
+// from the store.
+var _ httpapi.EventReader = (*healer)(nil)
+
+func (h *healer) Events(ctx context.Context, id string, after uint64, afterID string, limit int, types uint8) (render.EventPage, error) {
+	return read(h, "events", func(v *views) (render.EventPage, error) {
+		return v.Events(ctx, id, after, afterID, limit, types)
+	})
+}
 
 // parts says which components a role runs.
 type parts struct {
