@@ -70,6 +70,8 @@ type applier struct {
 	drained  bool            // held renders were just drained: render this batch's in its transaction
 	coll     *pending        // collection renders marked (deferred)
 	dirtyTok map[string]bool // token keys marked (deferred)
+
+	feeds map[string]*feedMemo // change-feed states read or written in this transaction (events.go)
 }
 
 // pending is the collection renders a deferred applier has marked: the

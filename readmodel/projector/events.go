@@ -3,6 +3,7 @@ package projector
 import (
 	"encoding/json"
 	"hash/fnv"
+	"sort"
 	"strconv"
 
 	"github.com/marketd/marketd/readmodel"
@@ -42,6 +43,27 @@ type feedState struct {
 
 const feedSoldKept = 256
 
+// feedMemo is a collection's feed state as this transaction last read or
+// wrote it: flushFeeds stores the changed ones once, at its end (a batch
+// applies several messages of a collection, and a sales message several
+// sales).
+type feedMemo struct {
+	head    store.FeedHead
+	st      feedState
+	dirty   bool
+	pending []pendingEvent // events to append at flushFeeds, in order
+}
+
+// pendingEvent is an event and its place in the streams, rendered and
+// appended by flushFeeds (of more than the store keeps, only the last are
+// rendered: a first cycle carries years of sales).
+type pendingEvent struct {
+	ev     render.Event
+	stream byte
+	seq    uint64
+	idx    int
+}
+
 // feedWanted reports, before msg is applied, whether applying it can
 // change collection's listing set (feed then diffs it after). A healthy
 // status that follows a healthy one changes nothing (a third of a first
@@ -77,64 +99,110 @@ func (a *applier) feed(msg *readmodel.Message) error {
 	if err != nil {
 		return err
 	}
-	head, st, err := a.feedState(cid)
+	m, err := a.feedState(cid)
 	if err != nil {
 		return err
 	}
-	var evs []render.Event
-	if evs, err = a.diffListings(cid, &st, snap.Rows); err != nil || len(evs) == 0 {
+	evs, err := a.diffListings(cid, &m.st, snap.Rows)
+	if err != nil || len(evs) == 0 {
 		return err
 	}
-	st.Rows = snap.Rows
-	return a.appendFeed(cid, head, &st, 's', 0, evs)
+	m.st.Rows = snap.Rows
+	a.appendFeed(m, 's', 0, evs)
+	return nil
 }
 
-// feedState reads collection cid's feed head and state.
-func (a *applier) feedState(cid string) (store.FeedHead, feedState, error) {
-	var st feedState
-	head, raw, err := a.tx.FeedState(cid)
-	if err == nil && raw != nil {
-		err = json.Unmarshal(raw, &st)
+// feedState returns collection cid's feed state, read at most once per
+// transaction.
+func (a *applier) feedState(cid string) (*feedMemo, error) {
+	if m, ok := a.feeds[cid]; ok {
+		return m, nil
 	}
-	return head, st, err
+	m := &feedMemo{}
+	var raw []byte
+	var err error
+	m.head, raw, err = a.tx.FeedState(cid)
+	if err == nil && raw != nil {
+		err = json.Unmarshal(raw, &m.st)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if a.feeds == nil {
+		a.feeds = map[string]*feedMemo{}
+	}
+	a.feeds[cid] = m
+	return m, nil
+}
+
+// flushFeeds stores the feed states this transaction changed; the
+// projector calls it before committing.
+func (a *applier) flushFeeds() error {
+	cids := make([]string, 0, len(a.feeds))
+	for cid, m := range a.feeds {
+		if m.dirty {
+			cids = append(cids, cid)
+		}
+	}
+	sort.Strings(cids)
+	keep := a.tx.FeedRetention()
+	for _, cid := range cids {
+		m := a.feeds[cid]
+		b, err := json.Marshal(&m.st)
+		if err != nil {
+			return err
+		}
+		skip := max(0, len(m.pending)-keep)
+		out := make([]store.NewEvent, len(m.pending))
+		for i := skip; i < len(m.pending); i++ {
+			out[i] = eventRecord(&m.pending[i])
+		}
+		m.head = a.tx.AppendEvents(cid, m.head, out)
+		a.tx.PutFeedState(cid, m.head, b)
+		m.dirty, m.pending = false, nil
+	}
+	return nil
 }
 
 // feedSale appends a sale event for row (its item already rendered), the
 // i-th new sale of the message being applied, and remembers its orderId.
 func (a *applier) feedSale(cid string, i int, row *readmodel.SaleRow, item []byte) error {
-	head, st, err := a.feedState(cid)
+	m, err := a.feedState(cid)
 	if err != nil {
 		return err
 	}
 	if row.OrderID != "" {
-		st.Sold = append(st.Sold, row.OrderID)
-		if n := len(st.Sold) - feedSoldKept; n > 0 {
-			st.Sold = append(st.Sold[:0], st.Sold[n:]...)
+		m.st.Sold = append(m.st.Sold, row.OrderID)
+		if n := len(m.st.Sold) - feedSoldKept; n > 0 {
+			m.st.Sold = append(m.st.Sold[:0], m.st.Sold[n:]...)
 		}
 	}
 	at := row.Timestamp
 	ev := render.Event{Type: render.EventSale, CollectionID: cid, ObservedAt: a.now, UpstreamAt: &at, Sale: item}
-	return a.appendFeed(cid, head, &st, 'x', i, []render.Event{ev})
+	a.appendFeed(m, 'x', i, []render.Event{ev})
+	return nil
 }
 
-// appendFeed renders evs with their ids (the stream's letter and the
-// message's sequence, the event's index in the message from first, a hash
-// of its content) and appends them with st.
-func (a *applier) appendFeed(cid string, head store.FeedHead, st *feedState, stream byte, first int, evs []render.Event) error {
-	b, err := json.Marshal(st)
-	if err != nil {
-		return err
-	}
-	out := make([]store.NewEvent, len(evs))
+// appendFeed queues evs, the events of the message being applied from
+// its first-th on, for flushFeeds.
+func (a *applier) appendFeed(m *feedMemo, stream byte, first int, evs []render.Event) {
 	for i := range evs {
-		e := &evs[i]
-		h := fnv.New32a()
-		h.Write(render.EventJSON(e)) // the id is still empty: the hash covers the content
-		e.ID = string(stream) + strconv.FormatUint(a.seq, 10) + "-" + strconv.Itoa(first+i) + "-" + strconv.FormatUint(uint64(h.Sum32()), 36)
-		out[i] = store.NewEvent{Type: render.EventTypeBit(e.Type), ID: e.ID, Body: render.EventJSON(e)}
+		m.pending = append(m.pending, pendingEvent{ev: evs[i], stream: stream, seq: a.seq, idx: first + i})
 	}
-	a.tx.AppendEvents(cid, head, b, out)
-	return nil
+	m.dirty = true
+}
+
+// eventRecord renders p with its id: the stream's letter and the message's
+// sequence, the event's index in the message, a hash of its content.
+func eventRecord(p *pendingEvent) store.NewEvent {
+	e := &p.ev
+	rest := render.AppendEventBody(nil, e)
+	h := fnv.New32a()
+	h.Write(rest)
+	e.ID = string(p.stream) + strconv.FormatUint(p.seq, 10) + "-" + strconv.Itoa(p.idx) + "-" + strconv.FormatUint(uint64(h.Sum32()), 36)
+	b := append(make([]byte, 0, len(rest)+len(e.ID)+16), `{"eventId":"`...)
+	b = append(append(b, e.ID...), '"') // letters, digits and dashes: nothing to escape
+	return store.NewEvent{Type: render.EventTypeBit(e.Type), ID: e.ID, Body: append(b, rest...)}
 }
 
 // diffListings returns the events that turn st.Rows into cur: removals

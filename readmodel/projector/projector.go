@@ -623,6 +623,9 @@ func (p *Projector) applyLocked(ctx context.Context, i int, ds []decoded) error 
 			if err := a.flush(); err != nil {
 				return err
 			}
+			if err := a.flushFeeds(); err != nil {
+				return err
+			}
 			tx.SetPosition(streamNames[i], part[len(part)-1].sp)
 			return nil
 		})

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/marketd/marketd/readmodel"
@@ -57,37 +56,59 @@ type Event struct {
 // EventJSON renders e. Prices carry usd null: an event is immutable once
 // written, so it carries no conversion that would change with the rates.
 func EventJSON(e *Event) []byte {
-	type body struct {
-		EventID       string           `json:"eventId"`
-		Type          string           `json:"type"`
-		CollectionID  string           `json:"collectionId"`
-		ObservedAt    string           `json:"observedAt"`
-		UpstreamAt    *string          `json:"upstreamAt"`
-		Reason        *string          `json:"reason"`
-		Listing       json.RawMessage  `json:"listing"`
-		PreviousPrice *readmodel.Price `json:"previousPrice"`
-		Sale          json.RawMessage  `json:"sale"`
-		Floor         *readmodel.Price `json:"floor"`
-	}
-	b := body{EventID: e.ID, Type: e.Type, CollectionID: e.CollectionID, ObservedAt: readmodel.FormatTime(e.ObservedAt),
-		Listing: nullRaw(e.Listing), PreviousPrice: e.Previous, Sale: nullRaw(e.Sale), Floor: e.Floor}
-	if e.UpstreamAt != nil && !e.UpstreamAt.IsZero() {
-		s := readmodel.FormatTime(*e.UpstreamAt)
-		b.UpstreamAt = &s
-	}
-	if e.Reason != "" {
-		b.Reason = &e.Reason
-	}
-	out, err := json.Marshal(b)
-	if err != nil {
-		return []byte("null")
-	}
-	return out
+	b := append(make([]byte, 0, 128+len(e.Listing)+len(e.Sale)), `{"eventId":`...)
+	b = appendJSONString(b, e.ID)
+	return AppendEventBody(b, e)
 }
 
-func nullRaw(b []byte) json.RawMessage {
-	if len(b) == 0 {
-		return json.RawMessage("null")
+// AppendEventBody appends what follows the eventId in e's JSON (from
+// `,"type"` to the closing brace): the projector hashes it into the id.
+func AppendEventBody(b []byte, e *Event) []byte {
+	b = append(b, `,"type":`...)
+	b = appendJSONString(b, e.Type)
+	b = append(b, `,"collectionId":`...)
+	b = appendJSONString(b, e.CollectionID)
+	b = append(b, `,"observedAt":`...)
+	b = appendJSONString(b, readmodel.FormatTime(e.ObservedAt))
+	b = append(b, `,"upstreamAt":`...)
+	if e.UpstreamAt != nil && !e.UpstreamAt.IsZero() {
+		b = appendJSONString(b, readmodel.FormatTime(*e.UpstreamAt))
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"reason":`...)
+	if e.Reason != "" {
+		b = appendJSONString(b, e.Reason)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"listing":`...)
+	b = appendRawOrNull(b, e.Listing)
+	b = append(b, `,"previousPrice":`...)
+	b = appendPriceOrNull(b, e.Previous)
+	b = append(b, `,"sale":`...)
+	b = appendRawOrNull(b, e.Sale)
+	b = append(b, `,"floor":`...)
+	b = appendPriceOrNull(b, e.Floor)
+	return append(b, '}')
+}
+
+func appendRawOrNull(b, raw []byte) []byte {
+	if len(raw) == 0 {
+		return append(b, "null"...)
+	}
+	return append(b, raw...)
+}
+
+// appendPriceOrNull appends p, or null when p is nil or not finite.
+func appendPriceOrNull(b []byte, p *readmodel.Price) []byte {
+	if p == nil {
+		return append(b, "null"...)
+	}
+	n := len(b)
+	b, ok := appendPrice(b, p)
+	if !ok {
+		return append(b[:n], "null"...)
 	}
 	return b
 }

@@ -73,24 +73,41 @@ func (t *Tx) FeedState(cid string) (FeedHead, []byte, error) {
 }
 
 // AppendEvents appends events to collection cid's feed, whose head was h,
-// stores state with the new head, drops the events beyond the retention
-// (Options.FeedEvents) and returns the new head.
-func (t *Tx) AppendEvents(cid string, h FeedHead, state []byte, events []NewEvent) FeedHead {
+// drops the events beyond the retention (Options.FeedEvents) and returns
+// the new head, which the caller stores with PutFeedState in the same
+// transaction.
+func (t *Tx) AppendEvents(cid string, h FeedHead, events []NewEvent) FeedHead {
+	keep := t.s.feedEvents()
+	next := h.Next + uint64(len(events))
+	first := max(h.First, next-min(next-1, keep))
+	for ; h.First < first; h.First++ {
+		if h.First < h.Next { // an event written before; the new ones below first are never written
+			t.del(eventKey(cid, h.First))
+		}
+	}
 	for _, e := range events {
-		v := make([]byte, 0, 1+binary.MaxVarintLen64+len(e.ID)+len(e.Body))
-		v = append(v, e.Type)
-		v = lp(v, e.ID)
-		t.set(eventKey(cid, h.Next), append(v, e.Body...))
+		if h.Next >= first {
+			v := make([]byte, 0, 1+binary.MaxVarintLen64+len(e.ID)+len(e.Body))
+			v = append(v, e.Type)
+			v = lp(v, e.ID)
+			t.set(eventKey(cid, h.Next), append(v, e.Body...))
+		}
 		h.Next++
 	}
-	for keep := t.s.feedEvents(); h.Next-h.First > keep; h.First++ {
-		t.del(eventKey(cid, h.First))
-	}
+	return h
+}
+
+// FeedRetention is how many events of each collection the store keeps
+// (Options.FeedEvents): of a longer append only the last are written.
+func (t *Tx) FeedRetention() int { return int(t.s.feedEvents()) }
+
+// PutFeedState stores collection cid's feed head h and the projector's
+// state with it.
+func (t *Tx) PutFeedState(cid string, h FeedHead, state []byte) {
 	v := make([]byte, 16, 16+len(state))
 	binary.BigEndian.PutUint64(v, h.First)
 	binary.BigEndian.PutUint64(v[8:], h.Next)
 	t.set(key(pFeed, cid), append(v, packInput(state)...))
-	return h
 }
 
 // decodeEvent splits a stored event into its type bit, id and body.

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/dgraph-io/badger/v4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -30,7 +31,7 @@ func appendN(t *testing.T, s *Store, cid string, n int) {
 			}
 			evs = append(evs, NewEvent{Type: render.EventTypeBit(typ), ID: "e" + strconv.FormatUint(seq, 10), Body: []byte(`{"seq":` + strconv.FormatUint(seq, 10) + `}`)})
 		}
-		tx.AppendEvents(cid, h, append(state, 'x'), evs)
+		tx.PutFeedState(cid, tx.AppendEvents(cid, h, evs), append(state, 'x'))
 		return nil
 	}))
 }
@@ -87,6 +88,21 @@ func TestEvents(t *testing.T) {
 	p, err = s.Events(ctx, "other", 0, "", 10, 0)
 	require.NoError(t, err)
 	assert.Len(t, p.Items, 2, "feeds are per collection")
+
+	appendN(t, s, "long", 12) // one append longer than the retention: only the last 5 are written
+	p, err = s.Events(ctx, "long", 0, "", 10, 0)
+	require.NoError(t, err)
+	assert.Equal(t, []string{`{"seq":8}`, `{"seq":9}`, `{"seq":10}`, `{"seq":11}`, `{"seq":12}`}, strs(p.Items))
+	n := 0
+	require.NoError(t, s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: key(pEvent, "long", "")})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			n++
+		}
+		return nil
+	}))
+	assert.Equal(t, 5, n, "no event beyond the retention is stored")
 }
 
 func strs(bs [][]byte) []string {
