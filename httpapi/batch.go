@@ -72,6 +72,25 @@ func (s *Server) getTokens(c *fiber.Ctx, rt *route, now time.Time) error {
 	resp.AppendBodyString(`{"data":[`)
 	tag := s.newETag("tokens")
 	ctx := c.UserContext()
+	// asOf depends on the chain only (tokenAsOf): read once per chain.
+	var asOfs [8]struct {
+		chain readmodel.Chain
+		at    int64
+	}
+	nAsOf := 0
+	asOfOf := func(chain readmodel.Chain) int64 {
+		for i := 0; i < nAsOf; i++ {
+			if asOfs[i].chain == chain {
+				return asOfs[i].at
+			}
+		}
+		at := s.tokenAsOf(ctx, chain)
+		if nAsOf < len(asOfs) {
+			asOfs[nAsOf].chain, asOfs[nAsOf].at = chain, at
+			nAsOf++
+		}
+		return at
+	}
 	for i, p := range parts {
 		if i > 0 {
 			resp.AppendBodyString(",")
@@ -85,8 +104,9 @@ func (s *Server) getTokens(c *fiber.Ctx, rt *route, now time.Time) error {
 			case len(tv.Body.Head) == 0:
 				err = errTokenMissing
 			default:
-				tag = tag.str(string(chain)).str(address).str(p.tokenID).version(tv.Version).num(tv.USD)
-				s.appendTimed(resp, tv.Body, now)
+				asOf := asOfOf(chain)
+				tag = tag.str(string(chain)).str(address).str(p.tokenID).version(tv.Version).num(tv.USD).num(uint64(asOf))
+				s.appendTimedAsOf(resp, tv.Body, now, asOf, true)
 				continue
 			}
 		}
