@@ -25,9 +25,10 @@ type cache struct {
 }
 
 type cachedPage struct {
-	gen  uint64
-	page render.Page
-	size int64
+	gen    uint64
+	page   render.Page
+	events render.EventPage // for an events page (key "e|…", family feedFamily)
+	size   int64
 }
 
 func newCache(max int, maxBytes int64) *cache {
@@ -169,10 +170,37 @@ func (c *cache) getPage(k, salesOf string) (render.Page, uint64, bool) {
 }
 
 func (c *cache) putPage(k, salesOf string, gen uint64, p render.Page) {
+	c.putCachedPage(k, salesOf, gen, cachedPage{page: p, size: sizeOf(p) + int64(len(k))})
+}
+
+// feedFamily is the page family of collection cid's change feed: the
+// generation AppendEvents moves (through Tx.sales).
+func feedFamily(cid string) string { return "e|" + cid }
+
+func (c *cache) getEventPage(k, cid string) (render.EventPage, uint64, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	g := c.pageGen(feedFamily(cid))
+	p, ok := c.pages[k]
+	if !ok || p.gen != g {
+		return render.EventPage{}, g, false
+	}
+	return p.events, g, true
+}
+
+func (c *cache) putEventPage(k, cid string, gen uint64, p render.EventPage) {
+	size := int64(len(k)+len(p.LastID)) + 64
+	for _, it := range p.Items {
+		size += int64(len(it)) + 24
+	}
+	c.putCachedPage(k, feedFamily(cid), gen, cachedPage{events: p, size: size})
+}
+
+func (c *cache) putCachedPage(k, family string, gen uint64, p cachedPage) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	size := sizeOf(p) + int64(len(k))
-	if gen != c.pageGen(salesOf) || size > c.maxBytes/16 {
+	size := p.size
+	if gen != c.pageGen(family) || size > c.maxBytes/16 {
 		return
 	}
 	for (len(c.pages) >= c.max || c.bytes+size > c.maxBytes) && len(c.views)+len(c.pages) > 0 {
@@ -181,7 +209,8 @@ func (c *cache) putPage(k, salesOf string, gen uint64, p render.Page) {
 	if old, ok := c.pages[k]; ok {
 		c.bytes -= old.size
 	}
-	c.pages[k] = cachedPage{gen: gen, page: p, size: size}
+	p.gen = gen
+	c.pages[k] = p
 	c.bytes += size
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"strconv"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -94,6 +95,7 @@ func (t *Tx) AppendEvents(cid string, h FeedHead, events []NewEvent) FeedHead {
 		}
 		h.Next++
 	}
+	t.sales = append(t.sales, feedFamily(cid)) // cached pages of this feed are stale after the commit
 	return h
 }
 
@@ -128,9 +130,17 @@ func decodeEvent(v []byte) (uint8, string, []byte, bool) {
 // every type). A position that no longer resolves is BadRequest: older
 // than the retention (the message names the oldest event kept), or not
 // the event it was minted for (a rebuilt feed).
+//
+// Pages are cached until the collection's feed next changes (the head
+// page too: it is the one pollers ask for again and again).
 func (s *Store) Events(ctx context.Context, cid string, after uint64, afterID string, limit int, types uint8) (render.EventPage, error) {
 	if limit <= 0 {
 		limit = 1
+	}
+	ck := "e|" + cid + "|" + strconv.FormatUint(after, 10) + "|" + afterID + "|" + strconv.Itoa(limit) + "|" + strconv.Itoa(int(types))
+	p, gen, ok := s.cache.getEventPage(ck, cid) // gen: a commit during the read makes the page stale
+	if ok {
+		return p, nil
 	}
 	var page render.EventPage
 	err := s.db.View(func(txn *badger.Txn) error {
@@ -205,6 +215,7 @@ func (s *Store) Events(ctx context.Context, cid string, after uint64, afterID st
 	if err != nil {
 		return render.EventPage{}, internal(err, "read events")
 	}
+	s.cache.putEventPage(ck, cid, gen, page)
 	return page, nil
 }
 

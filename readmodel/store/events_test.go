@@ -112,3 +112,25 @@ func strs(bs [][]byte) []string {
 	}
 	return out
 }
+
+// TestEventPagesCachedUntilTheFeedMoves: a page read again is the cached
+// one, and an append to the feed (not to another collection's) makes the
+// head page show the new events at once.
+func TestEventPagesCachedUntilTheFeedMoves(t *testing.T) {
+	s := mustOpen(t)
+	ctx := context.Background()
+	appendN(t, s, "c", 2)
+	head := func() []string {
+		p, err := s.Events(ctx, "c", 1, "e1", 10, 0)
+		require.NoError(t, err)
+		return strs(p.Items)
+	}
+	assert.Equal(t, []string{`{"seq":2}`}, head())
+	_, _, cached := s.cache.getEventPage("e|c|1|e1|10|0", "c")
+	assert.True(t, cached, "the head page is cached")
+	appendN(t, s, "other", 3)
+	_, _, cached = s.cache.getEventPage("e|c|1|e1|10|0", "c")
+	assert.True(t, cached, "another feed's append keeps it")
+	appendN(t, s, "c", 2)
+	assert.Equal(t, []string{`{"seq":2}`, `{"seq":3}`, `{"seq":4}`}, head(), "an append is served at once")
+}
