@@ -17,7 +17,8 @@ import (
 // by replay from the compacted state stream saw fewer messages than one
 // that ran live, so its history is shorter; the views are the same).
 //
-//	e/e/<cid><seq>  one event: type bit, uvarint length and event id, then its JSON
+//	e/e/<cid><seq>  one event: type bit, uvarint length and event id, then its
+//	                JSON as an S2 block against eventDict
 //	e/s/<cid>       the collection's feed head (first and next seq) and the
 //	                projector's state (its last listing set), packed
 //
@@ -88,10 +89,11 @@ func (t *Tx) AppendEvents(cid string, h FeedHead, events []NewEvent) FeedHead {
 	}
 	for _, e := range events {
 		if h.Next >= first {
-			v := make([]byte, 0, 1+binary.MaxVarintLen64+len(e.ID)+len(e.Body))
+			body := eventDict.Encode(nil, e.Body)
+			v := make([]byte, 0, 1+binary.MaxVarintLen64+len(e.ID)+len(body))
 			v = append(v, e.Type)
 			v = lp(v, e.ID)
-			t.set(eventKey(cid, h.Next), append(v, e.Body...))
+			t.set(eventKey(cid, h.Next), append(v, body...))
 		}
 		h.Next++
 	}
@@ -192,13 +194,17 @@ func (s *Store) Events(ctx context.Context, cid string, after uint64, afterID st
 			}
 			seq := binary.BigEndian.Uint64(k[len(prefix):])
 			err := it.Item().Value(func(v []byte) error {
-				typ, id, body, ok := decodeEvent(v)
+				typ, id, packed, ok := decodeEvent(v)
 				if !ok {
 					return readmodel.Errorf(readmodel.Internal, "corrupt event")
 				}
 				page.Last, page.LastID = seq, id
 				if types == 0 || typ&types != 0 {
-					page.Items = append(page.Items, append([]byte(nil), body...))
+					body, ok := decodeBounded(packed, maxEventBody, eventDict.Decode)
+					if !ok {
+						return readmodel.Errorf(readmodel.Internal, "corrupt event")
+					}
+					page.Items = append(page.Items, body)
 				}
 				return nil
 			})
