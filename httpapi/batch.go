@@ -8,7 +8,11 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/render"
 )
+
+// memoTokens is the page memo's kind for batch token bodies.
+const memoTokens cursorKind = 'T'
 
 // MaxBatchTokens is the most ids one GET /v1/tokens request may name.
 const MaxBatchTokens = 50
@@ -67,10 +71,6 @@ func (s *Server) getTokens(c *fiber.Ctx, rt *route, now time.Time) error {
 		parts = append(parts, part{id[:a], id[a+1 : b], id[b+1:]})
 	}
 
-	setJSON(c)
-	resp := c.Response()
-	resp.AppendBodyString(`{"data":[`)
-	tag := s.newETag("tokens")
 	ctx := c.UserContext()
 	// asOf depends on the chain only (tokenAsOf): read once per chain.
 	var asOfs [8]struct {
@@ -91,35 +91,76 @@ func (s *Server) getTokens(c *fiber.Ctx, rt *route, now time.Time) error {
 		}
 		return at
 	}
+	// Every token is read first: the body is a pure function of the ids,
+	// each token's version and USD quote, the asOf of its chain and, when
+	// a body embeds the read time, the millisecond. When all were found,
+	// a hot batch is answered from the page memo without being rebuilt.
+	type answer struct {
+		tv   render.TokenView
+		asOf int64
+		err  error
+	}
+	var answersBuf [MaxBatchTokens]answer
+	answers := answersBuf[:len(parts)]
+	tag := s.newETag("tokens")
+	var kb [1024]byte
+	key := newMemoKey(kb[:0], memoTokens).str(string(raw))
+	timed := false
 	for i, p := range parts {
+		a := &answers[i]
+		chain, address, err := validToken(p.chain, p.address, p.tokenID)
+		if err == nil {
+			a.tv, err = s.r.Token(ctx, chain, address, p.tokenID)
+			if err == nil && len(a.tv.Body.Head) == 0 {
+				err = errTokenMissing
+			}
+		}
+		if a.err = err; err != nil {
+			tag.valid = false // an error item is not versioned: no ETag, no 304
+			continue
+		}
+		a.asOf = asOfOf(chain)
+		timed = timed || a.tv.Body.Timed
+		tag = tag.str(string(chain)).str(address).str(p.tokenID).version(a.tv.Version).num(a.tv.USD).num(uint64(a.asOf))
+		key = key.num(a.tv.Version).num(a.tv.USD).num(uint64(a.asOf))
+	}
+	if timed {
+		key = key.num(uint64(now.UnixMilli()))
+	}
+	setJSON(c)
+	var h uint64
+	if s.memo != nil && tag.valid {
+		var body []byte
+		if body, h = s.memo.get(key); body != nil {
+			if !writeCache(c, rt, tag) {
+				c.Response().SetBodyRaw(body)
+			}
+			return nil
+		}
+	}
+	resp := c.Response()
+	resp.AppendBodyString(`{"data":[`)
+	for i := range answers {
 		if i > 0 {
 			resp.AppendBodyString(",")
 		}
-		chain, address, err := validToken(p.chain, p.address, p.tokenID)
-		if err == nil {
-			tv, terr := s.r.Token(ctx, chain, address, p.tokenID)
-			switch {
-			case terr != nil:
-				err = terr
-			case len(tv.Body.Head) == 0:
-				err = errTokenMissing
-			default:
-				asOf := asOfOf(chain)
-				tag = tag.str(string(chain)).str(address).str(p.tokenID).version(tv.Version).num(tv.USD).num(uint64(asOf))
-				s.appendTimedAsOf(resp, tv.Body, now, asOf, true)
-				continue
-			}
+		a := &answers[i]
+		if a.err == nil {
+			s.appendTimedAsOf(resp, a.tv.Body, now, a.asOf, true)
+			continue
 		}
-		_, code, msg := status(rt, err)
-		if c := readmodel.ErrorCode(err); c == readmodel.Internal || c == readmodel.UpstreamError {
-			s.log.Error().Err(err).Str("route", rt.pattern).Msg("batch token read failed")
+		_, code, msg := status(rt, a.err)
+		if c := readmodel.ErrorCode(a.err); c == readmodel.Internal || c == readmodel.UpstreamError {
+			s.log.Error().Err(a.err).Str("route", rt.pattern).Msg("batch token read failed")
 		}
-		tag.valid = false // an error item is not versioned: no ETag, no 304
 		b, _ := json.Marshal(errorBody{Error: errorObject{Code: string(code), Message: msg}})
 		resp.AppendBody(b)
 	}
 	resp.AppendBodyString("]}")
 	if tag.valid {
+		if s.memo != nil {
+			s.memo.put(key, h, resp.Body())
+		}
 		// The body is built: on a match, writeCache empties it for the 304.
 		writeCache(c, rt, tag)
 	} else {

@@ -129,3 +129,28 @@ func TestBatchTokensNodeFailure(t *testing.T) {
 	require.Len(t, items, 1)
 	assert.Equal(t, "not_found", items[0].(map[string]any)["error"].(map[string]any)["code"])
 }
+
+// TestBatchTokensMemo: a hot batch of found tokens is answered from the
+// page memo (Reader.Token is still asked, for the versions), and a token
+// that changed is served at once, never the remembered body.
+func TestBatchTokensMemo(t *testing.T) {
+	h := MustHarness(t, nil)
+	k := "ethereum|" + testContract + "|1"
+	h.r.tokens[k] = tokenView(1)
+	target := "/v1/tokens?ids=ethereum/" + testContract + "/1,ethereum/" + testContract + "/1"
+	var bodies []string
+	for range 3 {
+		res := h.get(target)
+		require.Equal(t, 200, res.status)
+		bodies = append(bodies, string(res.body))
+	}
+	assert.Equal(t, bodies[0], bodies[2])
+	assert.Equal(t, 1.0, memoHits(h), "the third request is answered from the memo")
+
+	changed := tokenView(2)
+	changed.Body.Head = []byte(strings.Replace(string(changed.Body.Head), `"name":"#1"`, `"name":"#1 renamed"`, 1))
+	h.r.tokens[k] = changed
+	res := h.get(target)
+	require.Equal(t, 200, res.status)
+	assert.Contains(t, string(res.body), `"name":"#1 renamed"`, "the new version, not the remembered body")
+}
