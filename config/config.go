@@ -77,6 +77,10 @@ type Config struct {
 	// stay in the snapshot.
 	RowRetention time.Duration
 
+	// FeedEvents is how many change-feed events each collection keeps
+	// (GET /v1/collections/{id}/events); the oldest are dropped.
+	FeedEvents int
+
 	// ViewsGCShare is about how much of one core the views' background
 	// value-log GC may use (store.Options.GCShare); 1 does not pace it.
 	ViewsGCShare float64
@@ -110,6 +114,7 @@ func Default() Config {
 		RateIPv6Prefix: 64,
 		CursorTTL:      time.Hour,
 		RowRetention:   10 * time.Minute,
+		FeedEvents:     1000,
 		ViewsGCShare:   0.25,
 		StreamReplicas: 1,
 		IngestLease:    10 * time.Second,
@@ -265,6 +270,8 @@ func (c *Config) settings() []setting {
 	})
 	s, g = dur(&c.RowRetention)
 	add("row-retention", "how long a failing source's last good listing rows are kept", s, g)
+	s, g = integer(&c.FeedEvents)
+	add("feed-events", "change-feed events kept per collection (the oldest are dropped)", s, g)
 	add("views-gc-share", "about how much of one core the views' value-log GC may use, above 0 and at most 1 (1: unpaced)", func(v string) error {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {
@@ -436,6 +443,9 @@ func (c Config) Validate() error {
 	}
 	if c.RowRetention < 0 {
 		return bad("row-retention", "must not be negative")
+	}
+	if c.FeedEvents < 1 || c.FeedEvents > 1_000_000 {
+		return bad("feed-events", "must be between 1 and 1000000")
 	}
 	if !(c.ViewsGCShare > 0 && c.ViewsGCShare <= 1) {
 		return bad("views-gc-share", "must be above 0 and at most 1")

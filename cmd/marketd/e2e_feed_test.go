@@ -154,3 +154,16 @@ func TestBatchTokensMatchSingle(t *testing.T) {
 	assert.Equal(t, "not_found", obj(obj(items[len(ids)-2])["error"])["code"])
 	assert.Equal(t, "bad_request", obj(obj(items[len(ids)-1])["error"])["code"])
 }
+
+// TestFeedEventsSetting: --feed-events bounds each collection's feed: a
+// collection whose first cycle alone made more events keeps the newest
+// that many.
+func TestFeedEventsSetting(t *testing.T) {
+	e := newAPIEnv(t, "--feed-events", "3")
+	id := e.id(t, sim.EdgeMirrorLag)
+	_, items := listingSet(t, e, id)
+	require.Greater(t, len(items), 3, "its first cycle listed more than the feed keeps")
+	evs, cursor := walkEvents(t, e, id, "")
+	assert.Len(t, evs, 3, "the newest 3 events")
+	assert.NotEmpty(t, cursor)
+}

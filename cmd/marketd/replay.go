@@ -8,6 +8,7 @@ import (
 	"github.com/marketd/marketd/config"
 	"github.com/marketd/marketd/readmodel/bus"
 	"github.com/marketd/marketd/readmodel/projector"
+	"github.com/marketd/marketd/readmodel/store"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
@@ -27,6 +28,7 @@ func runReplay(ctx context.Context, cfg config.Config, log zerolog.Logger, stdou
 		return projector.Replay(ctx, js, cfg.DataDir, projector.ReplayOptions{
 			FromSeq: cfg.ReplayFromSeq,
 			Since:   cfg.ReplaySince,
+			Store:   store.Options{FeedEvents: cfg.FeedEvents},
 			Log:     log,
 		}, stdout)
 	})
