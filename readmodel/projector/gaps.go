@@ -286,22 +286,7 @@ func (p *Projector) skipGone(ctx context.Context, i int) (bool, error) {
 		}
 		to = raw.Sequence - 1 // seen twice, never delivered: start the consumer at it
 	}
-	p.applyMu.Lock()
-	if p.pos[i].Seq != at { // applied something meanwhile
-		p.applyMu.Unlock()
-		return false, nil
-	}
-	sp := store.StreamPos{Seq: to}
-	err = p.st.Update(ctx, func(tx *store.Tx) error { tx.SetPosition(streamNames[i], sp); return nil })
-	if err == nil {
-		p.pos[i] = sp
-		if it := p.iters[i]; it != nil {
-			it.Stop()
-			p.iters[i] = nil
-		}
-	}
-	p.applyMu.Unlock()
-	if err != nil {
+	if moved, err := p.moveTo(ctx, i, at, store.StreamPos{Seq: to}); !moved || err != nil {
 		return false, err
 	}
 	p.setApplied(i, to)
@@ -316,26 +301,32 @@ func (p *Projector) skipGone(ctx context.Context, i int) (bool, error) {
 	return true, nil
 }
 
+// moveTo sets stream i's applied position to sp, unless something was
+// applied since it stood at at (then moved is false), and stops its
+// consumer so that the next fetch starts after sp.
+func (p *Projector) moveTo(ctx context.Context, i int, at uint64, sp store.StreamPos) (moved bool, err error) {
+	p.applyMu.Lock()
+	defer p.applyMu.Unlock()
+	if p.pos[i].Seq != at { // applied something meanwhile
+		return false, nil
+	}
+	if err := p.st.Update(ctx, func(tx *store.Tx) error { tx.SetPosition(streamNames[i], sp); return nil }); err != nil {
+		return false, err
+	}
+	p.pos[i] = sp
+	if it := p.iters[i]; it != nil {
+		it.Stop()
+		p.iters[i] = nil
+	}
+	return true, nil
+}
+
 // reissued handles, while consuming, what load does at Open: stream i's
 // head fell below the applied position at (the stream was recreated, or
 // lost its tail and a server restarted), so its sequences are re-issued.
 // Its messages are applied again from its start, over the views.
 func (p *Projector) reissued(ctx context.Context, i int, at, head uint64) (bool, error) {
-	p.applyMu.Lock()
-	if p.pos[i].Seq != at {
-		p.applyMu.Unlock()
-		return false, nil
-	}
-	err := p.st.Update(ctx, func(tx *store.Tx) error { tx.SetPosition(streamNames[i], store.StreamPos{}); return nil })
-	if err == nil {
-		p.pos[i] = store.StreamPos{}
-		if it := p.iters[i]; it != nil {
-			it.Stop()
-			p.iters[i] = nil
-		}
-	}
-	p.applyMu.Unlock()
-	if err != nil {
+	if moved, err := p.moveTo(ctx, i, at, store.StreamPos{}); !moved || err != nil {
 		return false, err
 	}
 	p.mu.Lock() // the applied position goes back: later waits are in the new numbering
