@@ -380,6 +380,10 @@ func decodeBounded(block []byte, max int, decode func(dst, src []byte) ([]byte, 
 // edit, a sale's USD after a rates change). Digest skips the header.
 func plain(p []byte) []byte {
 	b := make([]byte, 8, 8+len(p))
-	binary.BigEndian.PutUint64(b, pageVersionMix(14695981039346656037, p))
+	binary.BigEndian.PutUint64(b, itemVersion(p))
 	return append(b, p...)
 }
+
+// itemVersion is the content hash a browse entry or sale item carries in
+// its header (see plain).
+func itemVersion(p []byte) uint64 { return pageVersionMix(14695981039346656037, p) }

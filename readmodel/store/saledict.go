@@ -55,7 +55,7 @@ const maxSaleItem = 1 << 20
 func saleValue(item []byte) []byte {
 	enc := saleDict.Encode(nil, item)
 	b := make([]byte, 8, 8+len(enc))
-	binary.BigEndian.PutUint64(b, pageVersionMix(14695981039346656037, item))
+	binary.BigEndian.PutUint64(b, itemVersion(item))
 	return append(b, enc...)
 }
 
