@@ -23,6 +23,16 @@ var (
 	errBatchBadID   = readmodel.Errorf(readmodel.BadRequest, "every id in ids must be chain/address/tokenId, comma-separated, none empty")
 )
 
+// TokensVersioner is implemented by a Reader that can tell at once
+// whether any token's view may have changed (cmd/marketd's views can):
+// GET /v1/tokens then answers a repeated batch from its remembered body.
+type TokensVersioner interface {
+	// TokensVersion returns a number that changes whenever any token's
+	// view changes other than by the clock (TokenView.Until); ok is
+	// false when it cannot say (the views are being rebuilt).
+	TokensVersion() (v uint64, ok bool)
+}
+
 // getTokens serves GET /v1/tokens?ids=chain/address/tokenId,...: up to
 // MaxBatchTokens tokens in one request, counted once in the item bucket.
 // The list as a whole is validated first (absent or empty, more than 50
@@ -33,19 +43,20 @@ var (
 // single endpoint would answer for that path (bad_request, not_found; a
 // node failure is not_found, as there). Never 502.
 func (s *Server) getTokens(c *fiber.Ctx, rt *route, now time.Time) error {
-	args := c.Context().QueryArgs()
-	raw := args.Peek("ids")
+	// raw is a view of the request (Fiber is not Immutable): the ids
+	// below are views of it, and the memo key copies it.
+	raw := c.Query("ids")
 	if len(raw) == 0 {
 		return errBatchNoIDs
 	}
 	// Count before splitting: a list over the limit costs no allocation.
-	if n := strings.Count(string(raw), ",") + 1; n > MaxBatchTokens {
+	if n := strings.Count(raw, ",") + 1; n > MaxBatchTokens {
 		return errBatchTooMany
 	}
 	type part struct{ chain, address, tokenID string }
 	var partsBuf [MaxBatchTokens]part
 	parts := partsBuf[:0]
-	list := string(raw)
+	list := raw
 	for list != "" || len(parts) == 0 {
 		id := list
 		if i := strings.IndexByte(list, ','); i >= 0 {
@@ -91,10 +102,37 @@ func (s *Server) getTokens(c *fiber.Ctx, rt *route, now time.Time) error {
 		}
 		return at
 	}
-	// Every token is read first: the body is a pure function of the ids,
-	// each token's version and USD quote, the asOf of its chain and, when
-	// a body embeds the read time, the millisecond. When all were found,
-	// a hot batch is answered from the page memo without being rebuilt.
+	// A batch's body is a pure function of the ids, the tokens' views
+	// (TokensVersion says none changed), the asOf of each chain and the
+	// clock (a listing's expiry, or the millisecond when a body embeds the
+	// read time). A repeated request is answered from the page memo
+	// without reading a token, until one of those moves.
+	var kb [4096]byte
+	key := newMemoKey(kb[:0], memoTokens).str(raw)
+	tv, versioned := s.r.(TokensVersioner)
+	if versioned && s.memo != nil {
+		var v uint64
+		if v, versioned = tv.TokensVersion(); versioned {
+			key = key.num(v)
+			for _, p := range parts {
+				key = key.num(uint64(asOfOf(readmodel.Chain(p.chain))))
+			}
+		}
+	}
+	versioned = versioned && s.memo != nil
+	nowNs := now.UnixNano()
+	var h uint64
+	if versioned {
+		var body []byte
+		var t uint64
+		if body, t, h = s.memo.getUntil(key, nowNs); body != nil {
+			setJSON(c)
+			if !writeCache(c, rt, etag{h: t, valid: true}) {
+				c.Response().SetBodyRaw(body)
+			}
+			return nil
+		}
+	}
 	type answer struct {
 		tv   render.TokenView
 		asOf int64
@@ -103,9 +141,8 @@ func (s *Server) getTokens(c *fiber.Ctx, rt *route, now time.Time) error {
 	var answersBuf [MaxBatchTokens]answer
 	answers := answersBuf[:len(parts)]
 	tag := s.newETag("tokens")
-	var kb [1024]byte
-	key := newMemoKey(kb[:0], memoTokens).str(string(raw))
 	timed := false
+	var until int64 // the earliest view's Until; 0: none
 	for i, p := range parts {
 		a := &answers[i]
 		chain, address, err := validToken(p.chain, p.address, p.tokenID)
@@ -121,23 +158,17 @@ func (s *Server) getTokens(c *fiber.Ctx, rt *route, now time.Time) error {
 		}
 		a.asOf = asOfOf(chain)
 		timed = timed || a.tv.Body.Timed
+		if u := a.tv.Until; u != 0 && (until == 0 || u < until) {
+			until = u
+		}
 		tag = tag.str(string(chain)).str(address).str(p.tokenID).version(a.tv.Version).num(a.tv.USD).num(uint64(a.asOf))
-		key = key.num(a.tv.Version).num(a.tv.USD).num(uint64(a.asOf))
 	}
-	if timed {
-		key = key.num(uint64(now.UnixMilli()))
-	}
-	setJSON(c)
-	var h uint64
-	if s.memo != nil && tag.valid {
-		var body []byte
-		if body, h = s.memo.get(key); body != nil {
-			if !writeCache(c, rt, tag) {
-				c.Response().SetBodyRaw(body)
-			}
-			return nil
+	if timed { // the body embeds the read time, to the millisecond
+		if end := (now.UnixMilli() + 1) * int64(time.Millisecond); until == 0 || end < until {
+			until = end
 		}
 	}
+	setJSON(c)
 	resp := c.Response()
 	resp.AppendBodyString(`{"data":[`)
 	for i := range answers {
@@ -158,8 +189,8 @@ func (s *Server) getTokens(c *fiber.Ctx, rt *route, now time.Time) error {
 	}
 	resp.AppendBodyString("]}")
 	if tag.valid {
-		if s.memo != nil {
-			s.memo.put(key, h, resp.Body())
+		if versioned {
+			s.memo.putUntil(key, h, resp.Body(), tag.h, until)
 		}
 		// The body is built: on a match, writeCache empties it for the 304.
 		writeCache(c, rt, tag)

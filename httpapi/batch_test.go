@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -131,26 +132,68 @@ func TestBatchTokensNodeFailure(t *testing.T) {
 }
 
 // TestBatchTokensMemo: a hot batch of found tokens is answered from the
-// page memo (Reader.Token is still asked, for the versions), and a token
-// that changed is served at once, never the remembered body.
+// page memo without reading a token while TokensVersion holds; a token
+// that changed, a view whose Until passed, or views that cannot give a
+// version (being rebuilt) are read again, never the remembered body.
 func TestBatchTokensMemo(t *testing.T) {
-	h := MustHarness(t, nil)
 	k := "ethereum|" + testContract + "|1"
-	h.r.tokens[k] = tokenView(1)
 	target := "/v1/tokens?ids=ethereum/" + testContract + "/1,ethereum/" + testContract + "/1"
-	var bodies []string
-	for range 3 {
-		res := h.get(target)
-		require.Equal(t, 200, res.status)
-		bodies = append(bodies, string(res.body))
+	hot := func(t *testing.T, h *harness) string { // three requests: the third from the memo
+		t.Helper()
+		var bodies []string
+		for range 3 {
+			res := h.get(target)
+			require.Equal(t, 200, res.status)
+			bodies = append(bodies, string(res.body))
+		}
+		require.Equal(t, bodies[0], bodies[2])
+		return bodies[2]
 	}
-	assert.Equal(t, bodies[0], bodies[2])
-	assert.Equal(t, 1.0, memoHits(h), "the third request is answered from the memo")
-
-	changed := tokenView(2)
-	changed.Body.Head = []byte(strings.Replace(string(changed.Body.Head), `"name":"#1"`, `"name":"#1 renamed"`, 1))
-	h.r.tokens[k] = changed
-	res := h.get(target)
-	require.Equal(t, 200, res.status)
-	assert.Contains(t, string(res.body), `"name":"#1 renamed"`, "the new version, not the remembered body")
+	tests := []struct {
+		name  string
+		until time.Duration // the view's Until after the harness clock; 0: none
+		// then changes the reader or the clock after the memo is hot
+		then     func(h *harness)
+		reread   bool   // Token is asked again by the next request
+		contains string // and its body holds this
+	}{
+		{"nothing moved", 0, func(*harness) {}, false, `"name":"#1"`},
+		{"token changed", 0, func(h *harness) {
+			changed := tokenView(2)
+			changed.Body.Head = []byte(strings.Replace(string(changed.Body.Head), `"name":"#1"`, `"name":"#1 renamed"`, 1))
+			h.r.mu.Lock()
+			h.r.tokens[k] = changed
+			h.r.mu.Unlock()
+		}, true, `"name":"#1 renamed"`},
+		{"before the view's Until", time.Minute, func(h *harness) { h.clock.Add(59 * time.Second) }, false, `"name":"#1"`},
+		{"the view's Until passed", time.Minute, func(h *harness) { h.clock.Add(time.Minute) }, true, `"name":"#1"`},
+		{"views being rebuilt", 0, func(h *harness) {
+			h.r.mu.Lock()
+			h.r.tokensUnversioned = true
+			h.r.mu.Unlock()
+		}, true, `"name":"#1"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := MustHarness(t, nil)
+			tv := tokenView(1)
+			if tc.until != 0 {
+				tv.Until = h.clock.Now().Add(tc.until).UnixNano()
+			}
+			h.r.tokens[k] = tv
+			hot(t, h)
+			assert.Equal(t, 1.0, memoHits(h), "the third request is answered from the memo")
+			reads := h.r.count("Token")
+			tc.then(h)
+			res := h.get(target)
+			require.Equal(t, 200, res.status)
+			assert.Contains(t, string(res.body), tc.contains)
+			if tc.reread {
+				assert.Greater(t, h.r.count("Token"), reads, "the tokens are read again")
+			} else {
+				assert.Equal(t, reads, h.r.count("Token"), "answered without reading a token")
+				assert.Equal(t, 2.0, memoHits(h))
+			}
+		})
+	}
 }

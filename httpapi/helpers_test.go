@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -44,9 +45,12 @@ type fakeReader struct {
 	salesDrop bool
 	browse    map[string][][]byte // key sort|chain
 	tokens    map[string]render.TokenView
-	feeds     map[string]*fakeFeed // change feeds by canonical id (events_test.go)
-	errs      map[string]error
-	calls     map[string]int
+	// tokensUnversioned makes TokensVersion answer not ok, as views
+	// being rebuilt do.
+	tokensUnversioned bool
+	feeds             map[string]*fakeFeed // change feeds by canonical id (events_test.go)
+	errs              map[string]error
+	calls             map[string]int
 
 	index *readmodel.PollStatus // the collection index's poll status; nil: none applied
 	polls render.PollTimes      // when each poll last succeeded (PollClock)
@@ -244,6 +248,26 @@ func (f *fakeReader) Token(_ context.Context, chain readmodel.Chain, address, to
 		return tv, readmodel.Errorf(readmodel.NotFound, "token not indexed")
 	}
 	return tv, nil
+}
+
+// TokensVersion is TokensVersioner, derived from what the fake holds: a
+// token stored, removed or given another version or body changes it (tests
+// set f.tokens directly), as a store's commit moves its own.
+func (f *fakeReader) TokensVersion() (uint64, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.tokensUnversioned {
+		return 0, false
+	}
+	var sum uint64
+	for k, tv := range f.tokens {
+		h := fnv.New64a()
+		h.Write([]byte(k))
+		h.Write(tv.Body.Head)
+		h.Write(tv.Body.Tail)
+		sum += h.Sum64() ^ tv.Version ^ tv.USD<<32 // order-free: map order is random
+	}
+	return sum, true
 }
 
 // ---- fixtures ----

@@ -33,9 +33,11 @@ type pageMemo struct {
 const memoSlots = 1024
 
 type memoEntry struct {
-	hash uint64
-	key  string
-	body []byte // nil: a candidate, missed once
+	hash    uint64
+	key     string
+	body    []byte // nil: a candidate, missed once
+	tag     uint64 // the body's entity tag (getUntil, putUntil)
+	expires int64  // unix nanoseconds the body is good until; 0: while its key holds
 }
 
 func newPageMemo(reg *prometheus.Registry) (*pageMemo, error) {
@@ -70,13 +72,33 @@ func (m *pageMemo) get(key []byte) (body []byte, hash uint64) {
 // put offers the body just built for key (hash from get): the first offer
 // marks the key in its slot, the next one keeps a copy of body.
 func (m *pageMemo) put(key []byte, hash uint64, body []byte) {
+	m.putUntil(key, hash, body, 0, 0)
+}
+
+// getUntil is get for a body put by putUntil: it also returns the body's
+// entity tag, and misses once the clock (now, unix nanoseconds) reaches
+// the body's expiry.
+func (m *pageMemo) getUntil(key []byte, now int64) (body []byte, tag, hash uint64) {
+	hash = maphash.Bytes(m.seed, key)
+	e := m.slots[hash%memoSlots].Load()
+	if e != nil && e.body != nil && e.hash == hash && (e.expires == 0 || now < e.expires) && e.key == string(key) {
+		m.hits.Inc()
+		return e.body, e.tag, hash
+	}
+	m.misses.Inc()
+	return nil, 0, hash
+}
+
+// putUntil is put of a body with its entity tag that is good until
+// expires (unix nanoseconds; 0: while its key holds).
+func (m *pageMemo) putUntil(key []byte, hash uint64, body []byte, tag uint64, expires int64) {
 	slot := &m.slots[hash%memoSlots]
 	e := slot.Load()
 	switch {
 	case e == nil || e.hash != hash || e.key != string(key):
 		slot.Store(&memoEntry{hash: hash, key: string(key)})
-	case e.body == nil:
-		slot.Store(&memoEntry{hash: hash, key: e.key, body: bytes.Clone(body)})
+	case e.body == nil || e.expires != 0: // a candidate, or a body that expired
+		slot.Store(&memoEntry{hash: hash, key: e.key, body: bytes.Clone(body), tag: tag, expires: expires})
 	}
 }
 

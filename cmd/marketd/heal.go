@@ -51,6 +51,7 @@ type healer struct {
 	rebuilds *prometheus.CounterVec
 
 	cur      atomic.Pointer[viewSet] // nil while rebuilding
+	epochs   atomic.Uint64           // sets swapped in so far
 	verified atomic.Pointer[viewSet] // cur once its tables passed store.Verify
 
 	mu      sync.Mutex
@@ -65,9 +66,10 @@ type healer struct {
 // viewSet is one open store, its projector and the API's reader over
 // them.
 type viewSet struct {
-	st   *store.Store
-	proj *projector.Projector
-	rd   *views
+	st    *store.Store
+	proj  *projector.Projector
+	rd    *views
+	epoch uint64 // which swap made it current (TokensVersion)
 }
 
 // errRebuilding is what reads answer while the views are rebuilt.
@@ -264,6 +266,9 @@ func (h *healer) rebuild(ctx context.Context) (set *viewSet, res projector.Repla
 // swapIn makes set the views served (nil: none) and returns the previous.
 // A set swapped in is verified in the background (verify).
 func (h *healer) swapIn(set *viewSet) *viewSet {
+	if set != nil {
+		set.epoch = h.epochs.Add(1)
+	}
 	old := h.cur.Swap(set)
 	h.mu.Lock()
 	close(h.changed)
@@ -501,6 +506,17 @@ func (h *healer) Browse(ctx context.Context, sort readmodel.Sort, chain readmode
 
 func (h *healer) Token(ctx context.Context, chain readmodel.Chain, address, tokenID string) (render.TokenView, error) {
 	return read(h, "token", func(v *views) (render.TokenView, error) { return v.Token(ctx, chain, address, tokenID) })
+}
+
+// TokensVersion is httpapi.TokensVersioner: the served store's
+// TokensVersion, made unlike any other set's by the swap that made it
+// current; not ok while the views are rebuilt.
+func (h *healer) TokensVersion() (uint64, bool) {
+	set := h.cur.Load()
+	if set == nil {
+		return 0, false
+	}
+	return set.epoch<<48 ^ set.st.TokensVersion(), true
 }
 
 // PollTimes is httpapi.PollClock: when each poll last succeeded, as the

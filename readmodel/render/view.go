@@ -86,6 +86,10 @@ type TokenView struct {
 	Version uint64
 	USD     uint64 // version of the USD quote the body was filled with
 	Body    TimedBody
+	// Until is when the body next changes by the clock alone (unix
+	// nanoseconds: a listing it shows or could show expires); 0: only
+	// when the token's record changes.
+	Until int64
 }
 
 // Page is one page of an ordered list: pre-encoded items and the opaque

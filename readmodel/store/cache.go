@@ -2,6 +2,7 @@ package store
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/marketd/marketd/readmodel/render"
 )
@@ -22,6 +23,10 @@ type cache struct {
 	pages     map[string]cachedPage
 	browseGen uint64
 	salesGen  map[string]uint64
+	// tokenGen moves (after the write) with every commit that changed a
+	// token record, and with every reset (a new USD quote, a swapped
+	// store): read without the lock by Store.TokensVersion.
+	tokenGen atomic.Uint64
 }
 
 type cachedPage struct {
@@ -214,11 +219,15 @@ func (c *cache) putCachedPage(k, family string, gen uint64, p cachedPage) {
 	c.bytes += size
 }
 
-// invalidate drops what a commit wrote.
-func (c *cache) invalidate(keys []string, aliases, browse bool, sales []string) {
+// invalidate drops what a commit wrote; tokens says it changed token
+// records.
+func (c *cache) invalidate(keys []string, aliases, browse, tokens bool, sales []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
+	if tokens {
+		c.tokenGen.Add(1)
+	}
 	for _, k := range keys {
 		c.dropView(k)
 	}
@@ -237,6 +246,7 @@ func (c *cache) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
+	c.tokenGen.Add(1)
 	c.browseGen++
 	clear(c.views)
 	clear(c.sizes)

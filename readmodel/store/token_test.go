@@ -103,3 +103,34 @@ func TestDigestRendersTokens(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEqual(t, da, later)
 }
+
+// TestTokensVersion: TokensVersion moves with every commit that writes or
+// deletes a token record and with a new USD quote (both change token
+// bodies), and holds across commits that change neither.
+func TestTokensVersion(t *testing.T) {
+	ctx := context.Background()
+	s := mustOpen(t)
+	k, rec := evmToken(time.Date(2026, 11, 22, 21, 0, 0, 0, time.UTC))
+	for _, tc := range []struct {
+		name  string
+		fn    func(tx *Tx)
+		moves bool
+	}{
+		{"a token written", func(tx *Tx) { tx.PutTokenRecord(k, rec) }, true},
+		{"another view written", func(tx *Tx) { tx.Register("polygon_x") }, false},
+		{"a position moved", func(tx *Tx) { tx.SetPosition("MARKETD_STATE", StreamPos{Seq: 9}) }, false},
+		{"a new USD quote", func(tx *Tx) { tx.PutQuote(readmodel.USDRates{"ETH": 3000}, true) }, true},
+		{"the same quote again", func(tx *Tx) { tx.PutQuote(readmodel.USDRates{"ETH": 3000}, true) }, false},
+		{"a token deleted", func(tx *Tx) { tx.DeleteTokenRecord(k) }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := s.TokensVersion()
+			require.NoError(t, s.Update(ctx, func(tx *Tx) error { tc.fn(tx); return nil }))
+			if tc.moves {
+				assert.NotEqual(t, before, s.TokensVersion())
+			} else {
+				assert.Equal(t, before, s.TokensVersion())
+			}
+		})
+	}
+}

@@ -14,12 +14,14 @@ import (
 func (t *Tx) PutTokenRecord(k string, r *TokenRecord) {
 	t.putTokenRaw(k, r.Bucket, string(EncodeTokenRecord(r)))
 	t.touched = append(t.touched, tokenCacheKey(k))
+	t.tokenWrites = true
 }
 
 // DeleteTokenRecord removes token k (its view is gone with it).
 func (t *Tx) DeleteTokenRecord(k string) {
 	t.deleteToken(k)
 	t.touched = append(t.touched, tokenCacheKey(k))
+	t.tokenWrites = true
 }
 
 // TokenRecord reads token k's record; nil when there is none.
@@ -71,6 +73,7 @@ func (s *Store) Token(ctx context.Context, chain readmodel.Chain, address, token
 	c, gen, ok := s.cache.getBytes(kk)
 	if ok {
 		if ct := c.(cachedToken); ct.until == 0 || now.UnixNano() < ct.until {
+			ct.view.Until = ct.until
 			return ct.view, nil
 		}
 	}
@@ -94,8 +97,15 @@ func (s *Store) Token(ctx context.Context, chain readmodel.Chain, address, token
 		u = until.UnixNano()
 	}
 	s.cache.put(ck, cachedToken{view: v, until: u}, gen)
+	v.Until = u
 	return v, nil
 }
+
+// TokensVersion is a number that changes, after the write, whenever any
+// token's record changes, the USD quote changes or the store is reset:
+// while it holds, Token answers every token as before except where the
+// clock passes a view's Until. Safe for concurrent use; it takes no lock.
+func (s *Store) TokensVersion() uint64 { return s.cache.tokenGen.Load() }
 
 // RenderToken renders record r's TokenDetail as of now (with USD slots,
 // render.TemplateUSD) and returns when it next changes by the clock

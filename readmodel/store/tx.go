@@ -20,15 +20,16 @@ import (
 // reads and replaces, the views it writes and the applied position, all
 // committed together by Update. A Tx is not safe for concurrent use.
 type Tx struct {
-	s       *Store
-	txn     *badger.Txn
-	touched []string
-	aliases bool
-	browse  bool
-	sales   []string
-	quote   *render.USDQuote // set by PutQuote: served after the commit
-	err     error
-	toks    map[string]*tokenSet // token blocks by chain|address, loaded by tokens (tokenblock.go)
+	s           *Store
+	txn         *badger.Txn
+	touched     []string
+	aliases     bool
+	browse      bool
+	tokenWrites bool // a token record was written or deleted
+	sales       []string
+	quote       *render.USDQuote // set by PutQuote: served after the commit
+	err         error
+	toks        map[string]*tokenSet // token blocks by chain|address, loaded by tokens (tokenblock.go)
 
 	// newSales holds, per collection AddSale saw in this transaction, the
 	// sale hashes it added when the collection had no sales committed
@@ -57,7 +58,7 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	if err := tx.txn.Commit(); err != nil {
 		return internal(err, "commit")
 	}
-	s.cache.invalidate(tx.touched, tx.aliases, tx.browse, tx.sales)
+	s.cache.invalidate(tx.touched, tx.aliases, tx.browse, tx.tokenWrites, tx.sales)
 	s.noteSales(tx.newSales)
 	if tx.quote != nil {
 		// The new quote first, then a new cache generation: a reader that
