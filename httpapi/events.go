@@ -40,7 +40,8 @@ var (
 // and next cursor are fixed; feed cursors do not expire): it is served
 // immutable, from the page memo when hot. The head page, and the first
 // page (it starts at the oldest event kept, which moves), are cached for
-// the route's short s-maxage. Errors: 400
+// the route's short s-maxage; a hot head page after a cursor is answered
+// from the page memo until the feed moves. Errors: 400
 // (cursor, limit, types), 404 (unresolved id), 502 (node failure).
 func (s *Server) getEvents(c *fiber.Ctx, rt *route, now time.Time) error {
 	cv, err := s.resolve(c)
@@ -107,6 +108,20 @@ func (s *Server) getEvents(c *fiber.Ctx, rt *route, now time.Time) error {
 	} else {
 		tag = tag.num(page.Last).str(page.LastID)
 	}
+	// The head page after a cursor holds the events from the cursor to the
+	// feed's newest (Last): fixed once Last is, so it is remembered by it
+	// and built again only when the feed moves.
+	memoHead := !immutable && after != 0 && s.memo != nil
+	if memoHead {
+		key = key.num(page.Last).str(page.LastID)
+		var body []byte
+		if body, h = s.memo.get(key); body != nil {
+			if !writeCache(c, cached, tag) {
+				c.Response().SetBodyRaw(body)
+			}
+			return nil
+		}
+	}
 	if writeCache(c, cached, tag) {
 		return nil
 	}
@@ -120,7 +135,7 @@ func (s *Server) getEvents(c *fiber.Ctx, rt *route, now time.Time) error {
 	}
 	appendPagination(resp, next, page.Full)
 	resp.AppendBodyString("}")
-	if immutable && s.memo != nil {
+	if (immutable && s.memo != nil) || memoHead {
 		s.memo.put(key, h, resp.Body())
 	}
 	return nil
