@@ -49,23 +49,30 @@ type cursor struct {
 // carries an expiry. It is safe for concurrent use.
 type cursorCodec struct {
 	ttl  time.Duration
-	macs sync.Pool // hash.Hash
+	macs sync.Pool // *cursorMAC
+}
+
+// cursorMAC is a pooled HMAC with the buffers a cursor is encoded and
+// decoded in: what is written to the hash escapes to the heap, so keeping
+// them here spares an allocation per request that carries a cursor.
+type cursorMAC struct {
+	h             hash.Hash
+	text, payload [maxCursorLen]byte
+	sum           [sha256.Size]byte
 }
 
 func newCursorCodec(key []byte, ttl time.Duration) *cursorCodec {
 	k := append([]byte(nil), key...)
 	cc := &cursorCodec{ttl: ttl}
-	cc.macs.New = func() any { return hmac.New(sha256.New, k) }
+	cc.macs.New = func() any { return &cursorMAC{h: hmac.New(sha256.New, k)} }
 	return cc
 }
 
-func (cc *cursorCodec) mac(dst, payload []byte) []byte {
-	h := cc.macs.Get().(hash.Hash)
-	h.Reset()
-	h.Write(payload)
-	dst = h.Sum(dst)
-	cc.macs.Put(h)
-	return dst
+// sign returns the truncated MAC of payload, in m.sum.
+func (m *cursorMAC) sign(payload []byte) []byte {
+	m.h.Reset()
+	m.h.Write(payload)
+	return m.h.Sum(m.sum[:0])[:cursorMACLen]
 }
 
 // expiry is now+ttl rounded up to the whole minute, so identical requests
@@ -87,8 +94,9 @@ const neverExpires = int64(1<<63 - 1)
 // appendCursorUntil appends the encoded cursor for k, valid until exp
 // (unix seconds), to dst.
 func (cc *cursorCodec) appendCursorUntil(dst []byte, k cursor, exp int64) []byte {
-	var pb [256]byte
-	p := pb[:0]
+	m := cc.macs.Get().(*cursorMAC)
+	defer cc.macs.Put(m)
+	p := m.payload[:0]
 	p = append(p, cursorVersion, byte(k.kind))
 	p = binary.BigEndian.AppendUint64(p, uint64(exp))
 	p = binary.AppendUvarint(p, uint64(len(k.bind)))
@@ -97,8 +105,7 @@ func (cc *cursorCodec) appendCursorUntil(dst []byte, k cursor, exp int64) []byte
 	p = append(p, k.pos...)
 	p = binary.AppendUvarint(p, k.offset)
 	p = binary.AppendUvarint(p, k.version)
-	full := cc.mac(p, p)
-	full = full[:len(p)+cursorMACLen]
+	full := append(p, m.sign(p)...)
 	return base64.RawURLEncoding.AppendEncode(dst, full)
 }
 
@@ -118,14 +125,14 @@ func (cc *cursorCodec) parse(text string, kind cursorKind, bind string, now time
 	if len(text) > maxCursorLen {
 		return cursor{}, errCursorBad
 	}
-	var rb [maxCursorLen]byte
-	raw, err := base64.RawURLEncoding.AppendDecode(rb[:0], []byte(text))
+	m := cc.macs.Get().(*cursorMAC)
+	defer cc.macs.Put(m) // the fields read below are copies (readString)
+	raw, err := base64.RawURLEncoding.AppendDecode(m.payload[:0], append(m.text[:0], text...))
 	if err != nil || len(raw) < cursorMACLen+2+8 {
 		return cursor{}, errCursorBad
 	}
 	payload, sum := raw[:len(raw)-cursorMACLen], raw[len(raw)-cursorMACLen:]
-	var mb [sha256.Size]byte
-	if !hmac.Equal(cc.mac(mb[:0], payload)[:cursorMACLen], sum) {
+	if !hmac.Equal(m.sign(payload), sum) {
 		return cursor{}, errCursorBad
 	}
 	if payload[0] != cursorVersion {
