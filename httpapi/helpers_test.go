@@ -548,7 +548,7 @@ func pagination(t testing.TB, r result) (next string, hasMore bool) {
 
 // tokenView is an EVM token detail listed natively (no time slot) at version v.
 func tokenView(v uint64) render.TokenView {
-	item := string(evmItem(testID, testContract, 1, "1000", 1e-15, "ethereum_"+testContract+"_1_1700000000000"))
+	item := string(withFees(evmItem(testID, testContract, 1, "1000", 1e-15, "ethereum_"+testContract+"_1_1700000000000")))
 	return render.TokenView{Version: v, Body: render.TimedBody{Head: []byte(`{"chain":"ethereum","contractAddress":"` + testContract + `","tokenId":"1","mint":null,"collectionId":"` + testID + `","name":"#1","image":null,"rarity":{"rank":null},"owner":{"address":"0x00000000000000000000000000000000000000aa","kind":"wallet","label":null},"listing":` + item + `,"lastSale":null}`)}}
 }
 
@@ -557,7 +557,7 @@ func tokenView(v uint64) render.TokenView {
 func overlayTokenView(v uint64) render.TokenView {
 	return render.TokenView{Version: v, Body: render.TimedBody{
 		Head:  []byte(`{"chain":"solana","contractAddress":null,"tokenId":null,"mint":"` + solAsset + `","collectionId":"solana_x","name":null,"image":null,"rarity":{"rank":4},"owner":{"address":"seller1","kind":"wallet","label":null},"listing":{"chain":"solana","contractAddress":null,"tokenId":null,"mint":"` + solAsset + `","collectionId":"solana_x","price":{"raw":"5","decimal":5e-9,"currency":"SOL","usd":null},"seller":"seller1","buyer":null,"marketplace":"tensor","status":"active","expiresAt":null,"timestamp":"`),
-		Tail:  []byte(`","orderId":"abc","tx":null},"lastSale":{"price":{"raw":"7","decimal":7e-9,"currency":"SOL","usd":null}}}`),
+		Tail:  []byte(`","orderId":"abc","tx":null,"fees":[{"kind":"aggregator","bps":200,"amount":{"raw":"1","decimal":1e-9,"currency":"SOL","usd":null}},{"kind":"royalty","bps":null,"amount":null}],"buyerPrice":null},"lastSale":{"price":{"raw":"7","decimal":7e-9,"currency":"SOL","usd":null}}}`),
 		Timed: true,
 	}}
 }

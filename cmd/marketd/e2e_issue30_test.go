@@ -68,7 +68,7 @@ func TestFeesEndToEnd(t *testing.T) {
 	e := newAPIEnv(t)
 	r := e.get(t, "/v1/collections?limit=100")
 	require.Equal(t, 200, r.Status)
-	rows, nullRoyalty := 0, 0
+	rows, nullRoyalty, tokenListings := 0, 0, 0
 	for _, c := range arr(r.JSON["data"]) {
 		id := obj(c)["id"].(string)
 		d := e.get(t, collection(id))
@@ -84,11 +84,33 @@ func TestFeesEndToEnd(t *testing.T) {
 			continue
 		}
 		items := arr(l.JSON["data"])
-		for _, it := range items {
-			checkFees(t, chain, royalty, obj(it))
+		for i, it := range items {
+			row := obj(it)
+			checkFees(t, chain, royalty, row)
 			rows++
 			if royalty == nil {
 				nullRoyalty++
+			}
+			if i >= 3 {
+				continue
+			}
+			// The token's listing (the native row, else the overlay) is
+			// charged by the same table and royalty.
+			path := "/v1/tokens/" + chain + "/"
+			if chain == "solana" {
+				mint, _ := detail["contractAddress"].(string) // the collection mint
+				if mint == "" {
+					continue
+				}
+				path += mint + "/" + row["mint"].(string)
+			} else {
+				path += row["contractAddress"].(string) + "/" + row["tokenId"].(string)
+			}
+			tok := e.get(t, path)
+			require.Equal(t, 200, tok.Status, path)
+			if listing, ok := obj(tok.JSON["data"])["listing"].(map[string]any); ok {
+				checkFees(t, chain, royalty, listing)
+				tokenListings++
 			}
 		}
 		f := e.get(t, collection(id, "floor"))
@@ -105,6 +127,7 @@ func TestFeesEndToEnd(t *testing.T) {
 	}
 	assert.Positive(t, rows)
 	assert.Positive(t, nullRoyalty, "the market has collections without a royalty")
+	assert.Positive(t, tokenListings, "listed tokens carry their listing's fees")
 }
 
 func TestListingsDepthEndToEnd(t *testing.T) {

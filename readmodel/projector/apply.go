@@ -332,6 +332,9 @@ func (a *applier) putStatus(src readmodel.Source, cid string, st statusInput) {
 
 func failed(s *statusInput) bool { return s != nil && !s.Status.OK }
 
+// sameBps reports whether two royalties are both unknown or equal.
+func sameBps(a, b *int64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
 // apply applies msg (state stream sequence seq, or sales) and re-renders
 // what it touches (or, deferred, marks it for flush); a change that
 // concerns every collection queues a full re-render job.
@@ -350,8 +353,12 @@ func (a *applier) apply(msg *readmodel.Message) error {
 		doc.ID = cid
 		a.tx.Put(store.InDoc, doc, cid)
 		var oldAliases []store.Alias
+		var oldRoyalty *int64
 		if old != nil {
-			oldAliases = aliases(old)
+			oldAliases, oldRoyalty = aliases(old), old.RoyaltyBps
+		}
+		if !sameBps(oldRoyalty, doc.RoyaltyBps) {
+			a.tx.RoyaltyChanged() // token views charge it in their listing's fees
 		}
 		a.tx.SetAliases(cid, oldAliases, aliases(&doc))
 		return a.render(cid, partDetail|partBrowse|partListings|partFloor)

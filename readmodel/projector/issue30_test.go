@@ -226,3 +226,55 @@ func mustJSON(t *testing.T, v any) string {
 	require.NoError(t, err)
 	return string(b)
 }
+
+// TestTokenListingFeesFollowRoyalty: a token's listing carries the same
+// fees and buyerPrice as its row in the listings feed, and a collection
+// message that changes the royalty changes them on the token at once,
+// without a tokens message.
+func TestTokenListingFeesFollowRoyalty(t *testing.T) {
+	const cid, contract = "ethereum_0xfee", "0xfee"
+	e := mustEnv(t)
+	doc := evmDoc(cid, readmodel.Ethereum, contract)
+	doc.RoyaltyBps = i64(500)
+	e.run(docMsg(doc),
+		listingsMsg(readmodel.SourceOrderBook, cid, evmRow(cid, contract, "1", "1000000000000000000", "NATIVE", "o1")),
+		&readmodel.Message{Kind: readmodel.KindTokens, CollectionID: cid, Bucket: 3, Tokens: []readmodel.TokenDoc{
+			{Chain: readmodel.Ethereum, ContractAddress: contract, TokenID: "1", CollectionID: cid},
+		}})
+	for _, tc := range []struct {
+		name      string
+		royalty   *int64
+		wantFees  string
+		wantBuyer any
+	}{
+		{"royalty 500", i64(500),
+			`[{"kind":"platform","bps":200,"amount":{"raw":"20000000000000000","decimal":0.02,"currency":"ETH","usd":null}},
+			  {"kind":"royalty","bps":500,"amount":{"raw":"50000000000000000","decimal":0.05,"currency":"ETH","usd":null}}]`,
+			"1070000000000000000"},
+		{"the collection changes it to 250", i64(250),
+			`[{"kind":"platform","bps":200,"amount":{"raw":"20000000000000000","decimal":0.02,"currency":"ETH","usd":null}},
+			  {"kind":"royalty","bps":250,"amount":{"raw":"25000000000000000","decimal":0.025,"currency":"ETH","usd":null}}]`,
+			"1045000000000000000"},
+		{"the collection no longer says", nil,
+			`[{"kind":"platform","bps":200,"amount":{"raw":"20000000000000000","decimal":0.02,"currency":"ETH","usd":null}},
+			  {"kind":"royalty","bps":null,"amount":null}]`,
+			nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc.RoyaltyBps = tc.royalty
+			e.run(docMsg(doc))
+			v, err := e.st.Listings(context.Background(), cid, 0)
+			require.NoError(t, err)
+			require.Len(t, v.Items, 1)
+			row := jsonMap(t, v.Items[0])
+			assert.JSONEq(t, tc.wantFees, mustJSON(t, row["fees"]), "the listings feed's row")
+
+			tv, err := e.st.Token(context.Background(), readmodel.Ethereum, contract, "1")
+			require.NoError(t, err)
+			listing, ok := timed(t, tv.Body, t0)["listing"].(map[string]any)
+			require.True(t, ok, "the token is listed")
+			assert.JSONEq(t, tc.wantFees, mustJSON(t, listing["fees"]), "the token's listing")
+			assertBuyer(t, tc.wantBuyer, listing["buyerPrice"])
+		})
+	}
+}

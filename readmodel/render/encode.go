@@ -199,8 +199,17 @@ func (d *tokenDetail) appendJSON(b []byte) ([]byte, bool) {
 	ok := true
 	if d.Listing == nil {
 		b = append(b, "null"...)
-	} else if b, ok = appendItem(b, d.Listing); !ok {
-		return b, false
+	} else {
+		if b, ok = appendItem(b, d.Listing); !ok {
+			return b, false
+		}
+		if d.fees != nil {
+			b = append(b[:len(b)-1], ',')
+			if b, ok = appendFees(b, d.fees); !ok {
+				return b, false
+			}
+			b = append(b, '}')
+		}
 	}
 	b = append(b, `,"lastSale":`...)
 	if d.LastSale == nil {

@@ -668,6 +668,9 @@ type TokenInputs struct {
 	// ObservedAt (a sweep passes its clock).
 	LiveAt time.Time
 	USD    *float64
+	// RoyaltyBps is the collection's royalty (nil: unknown): the listing's
+	// fees charge it, and its buyerPrice is null without it.
+	RoyaltyBps *int64
 }
 
 type tokenRarity struct {
@@ -696,12 +699,17 @@ type tokenDetail struct {
 	Owner           tokenOwner            `json:"owner"`
 	Listing         *readmodel.MarketItem `json:"listing"`
 	LastSale        *lastSale             `json:"lastSale"`
+	// fees are the listing's fees and buyerPrice (issue 30), written
+	// after its SPEC fields; nil when there is no listing.
+	fees *Fees
 }
 
 // TokenJSON renders TokenDetail by SPEC's rules. The listing is the native
 // order-book row for an EVM token listed natively (real timestamp), else the
 // live overlay row, whose timestamp is the TimedBody slot (response-build
-// time); listing.tx is always null. The owner of a listed token is the
+// time); listing.tx is always null. After its SPEC fields the listing
+// carries fees and buyerPrice as a row of the listings feed does (issue
+// 30; in.RoyaltyBps). The owner of a listed token is the
 // listing's seller; else a custody asset is kind custody with its label and
 // no address; else the mirror's holder; else unknown.
 func TokenJSON(in TokenInputs) TokenView {
@@ -735,7 +743,11 @@ func TokenJSON(in TokenInputs) TokenView {
 			if overlay {
 				it.Timestamp = slotMark
 			}
-			out.Listing = &it
+			if f, ok := FeesOf(c, listed, in.RoyaltyBps, in.USD); ok {
+				out.Listing, out.fees = &it, &f
+			} else {
+				listed = nil
+			}
 		} else {
 			listed = nil
 		}

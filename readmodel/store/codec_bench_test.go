@@ -17,6 +17,7 @@ func BenchmarkRenderToken(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		RenderToken(rec, t0)
+		royalty := int64(500)
+		RenderToken(rec, &royalty, t0)
 	}
 }

@@ -852,12 +852,24 @@ func (s *Store) Digest(ctx context.Context, at time.Time) (string, error) {
 		err = s.db.View(func(txn *badger.Txn) error {
 			vk := append([]byte(nil), pToken...)
 			stop := ctx.Err
+			royalties := map[string]*int64{}
 			return eachTokenRecord(txn, stop, func(k, raw string) error {
 				r, err := DecodeTokenRecord([]byte(raw))
 				if err != nil {
 					return readmodel.Errorf(readmodel.Internal, "corrupt token record %q", k)
 				}
-				v, _ := RenderToken(r, at)
+				royalty, seen := royalties[r.Doc.CollectionID]
+				if !seen {
+					doc, err := jsonGet[royaltyDoc](txn, key(pDoc, r.Doc.CollectionID))
+					if err != nil {
+						return err
+					}
+					if doc != nil {
+						royalty = doc.RoyaltyBps
+					}
+					royalties[r.Doc.CollectionID] = royalty
+				}
+				v, _ := RenderToken(r, royalty, at)
 				e := &enc{}
 				e.timed(v.Body)
 				put(append(vk[:len(pToken)], k...), e.b)

@@ -134,3 +134,53 @@ func TestTokensVersion(t *testing.T) {
 		})
 	}
 }
+
+// TestTokenListingChargesRoyalty: a token's listing carries fees and
+// buyerPrice with its collection's royaltyBps, read from the collection's
+// document when the view is rendered: unknown (no document, or none in
+// it) gives a royalty fee of null bps and a null buyerPrice; a commit that
+// changes the royalty (RoyaltyChanged) re-renders the view at once, with
+// another version, and the digest follows.
+func TestTokenListingChargesRoyalty(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 11, 22, 21, 0, 0, 0, time.UTC)
+	s, err := Open(ctx, t.TempDir(), Options{Now: func() time.Time { return t0 }})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close(ctx) })
+	k, rec := evmToken(t0)
+	d := &rec.Doc
+	require.NoError(t, s.Update(ctx, func(tx *Tx) error { tx.PutTokenRecord(k, rec); return nil }))
+	bps := func(v int64) *int64 { return &v }
+	versions := map[uint64]bool{}
+	digests := map[string]bool{}
+	for _, tc := range []struct {
+		name    string
+		royalty *int64 // nil: the document has none
+		fees    string // the listing's fees and buyerPrice, USD slots filled
+	}{
+		{"no document", nil, `"fees":[{"kind":"platform","bps":200,"amount":{"raw":"20000000000000000","decimal":0.02,"currency":"ETH","usd":null}},{"kind":"royalty","bps":null,"amount":null}],"buyerPrice":null`},
+		{"royalty 500", bps(500), `"fees":[{"kind":"platform","bps":200,"amount":{"raw":"20000000000000000","decimal":0.02,"currency":"ETH","usd":null}},{"kind":"royalty","bps":500,"amount":{"raw":"50000000000000000","decimal":0.05,"currency":"ETH","usd":null}}],"buyerPrice":{"raw":"1070000000000000000","decimal":1.07,"currency":"ETH","usd":null}`},
+		{"royalty 250", bps(250), `"fees":[{"kind":"platform","bps":200,"amount":{"raw":"20000000000000000","decimal":0.02,"currency":"ETH","usd":null}},{"kind":"royalty","bps":250,"amount":{"raw":"25000000000000000","decimal":0.025,"currency":"ETH","usd":null}}],"buyerPrice":{"raw":"1045000000000000000","decimal":1.045,"currency":"ETH","usd":null}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name != "no document" {
+				before := s.TokensVersion()
+				require.NoError(t, s.Update(ctx, func(tx *Tx) error {
+					tx.Put(InDoc, readmodel.CollectionDoc{ID: d.CollectionID, Chain: d.Chain, RoyaltyBps: tc.royalty}, d.CollectionID)
+					tx.RoyaltyChanged()
+					return nil
+				}))
+				assert.NotEqual(t, before, s.TokensVersion())
+			}
+			v, err := s.Token(ctx, d.Chain, d.ContractAddress, d.TokenID)
+			require.NoError(t, err)
+			assert.Contains(t, string(v.Body.Head), tc.fees)
+			assert.False(t, versions[v.Version], "a new version for each royalty")
+			versions[v.Version] = true
+			dg, err := s.Digest(ctx, t0)
+			require.NoError(t, err)
+			assert.False(t, digests[dg], "the digest renders tokens with the royalty")
+			digests[dg] = true
+		})
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/dgraph-io/badger/v4"
+
 	"github.com/marketd/marketd/readmodel"
 	"github.com/marketd/marketd/readmodel/render"
 )
@@ -89,7 +91,11 @@ func (s *Store) Token(ctx context.Context, chain readmodel.Chain, address, token
 	if err != nil {
 		return render.TokenView{}, readmodel.Errorf(readmodel.Internal, "corrupt token record")
 	}
-	v, until := RenderToken(r, now)
+	royalty, err := s.royaltyOf(r.Doc.CollectionID)
+	if err != nil {
+		return render.TokenView{}, err
+	}
+	v, until := RenderToken(r, royalty, now)
 	q := s.USD()
 	v.Body, v.USD = filledTimed(v.Body, q), q.Version
 	var u int64
@@ -109,14 +115,15 @@ func (s *Store) TokensVersion() uint64 { return s.cache.tokenGen.Load() }
 
 // RenderToken renders record r's TokenDetail as of now (with USD slots,
 // render.TemplateUSD) and returns when it next changes by the clock
-// alone (zero: never). The version changes with the record and with each
-// listing row that expires.
-func RenderToken(r *TokenRecord, now time.Time) (render.TokenView, time.Time) {
+// alone (zero: never). royaltyBps is the collection's royalty (nil:
+// unknown), charged in the listing's fees. The version changes with the
+// record, with each listing row that expires and with the royalty.
+func RenderToken(r *TokenRecord, royaltyBps *int64, now time.Time) (render.TokenView, time.Time) {
 	liveAt := now
 	if liveAt.Before(r.ObservedAt) {
 		liveAt = r.ObservedAt
 	}
-	in := render.TokenInputs{Doc: &r.Doc, ObservedAt: r.ObservedAt, LiveAt: liveAt}
+	in := render.TokenInputs{Doc: &r.Doc, ObservedAt: r.ObservedAt, LiveAt: liveAt, RoyaltyBps: royaltyBps}
 	expired := uint64(0)
 	if r.Doc.Chain.IsEVM() {
 		for i := range r.Native {
@@ -136,8 +143,52 @@ func RenderToken(r *TokenRecord, now time.Time) (render.TokenView, time.Time) {
 	v := render.TokenJSON(in)
 	v.Body.Head, v.Body.Tail = render.TemplateUSD(v.Body.Head), render.TemplateUSD(v.Body.Tail)
 	v.Version = r.Version<<8 | min(expired, 255)
+	if royaltyBps != nil {
+		// An odd multiplier keeps distinct royalties distinct, and unlike
+		// an unknown one (no term), for the same record.
+		v.Version ^= uint64(*royaltyBps+1) * 0x9e3779b97f4a7c15
+	}
 	return v, render.TokenDeadline(in)
 }
+
+// royaltyDoc is the part of a collection's document a token's view uses.
+type royaltyDoc struct {
+	RoyaltyBps *int64 `json:"royaltyBps"`
+}
+
+// cachedRoyalty is a collection's royalty in the cache (key "ry|" + cid).
+type cachedRoyalty struct{ bps *int64 }
+
+// royaltyOf returns collection cid's royaltyBps from its document (nil:
+// unknown, or no document yet). A commit that changes it resets the cache
+// (Tx.RoyaltyChanged), so the token views rendered with the old one go
+// with it.
+func (s *Store) royaltyOf(cid string) (*int64, error) {
+	k := "ry|" + cid
+	v, gen, ok := s.cache.get(k)
+	if ok {
+		return v.(cachedRoyalty).bps, nil
+	}
+	var doc *royaltyDoc
+	err := s.db.View(func(txn *badger.Txn) (err error) {
+		doc, err = jsonGet[royaltyDoc](txn, key(pDoc, cid))
+		return err
+	})
+	if err != nil {
+		return nil, internal(err, "read royalty")
+	}
+	var bps *int64
+	if doc != nil {
+		bps = doc.RoyaltyBps
+	}
+	s.cache.put(k, cachedRoyalty{bps: bps}, gen)
+	return bps, nil
+}
+
+// RoyaltyChanged says this transaction changed a collection's royaltyBps:
+// token views are rendered with it on read, so the commit drops every
+// cached view (and moves TokensVersion).
+func (t *Tx) RoyaltyChanged() { t.royalty = true }
 
 // cheaper reports whether a's ask is below b's (exact; uninterpretable
 // prices never win), ties by order id.
