@@ -358,7 +358,7 @@ func (a *applier) apply(msg *readmodel.Message) error {
 			oldAliases, oldRoyalty = aliases(old), old.RoyaltyBps
 		}
 		if !sameBps(oldRoyalty, doc.RoyaltyBps) {
-			a.tx.RoyaltyChanged() // token views charge it in their listing's fees
+			a.tx.RoyaltyChanged(cid) // token views charge it in their listing's fees
 		}
 		a.tx.SetAliases(cid, oldAliases, aliases(&doc))
 		return a.render(cid, partDetail|partBrowse|partListings|partFloor)

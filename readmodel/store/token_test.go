@@ -167,7 +167,7 @@ func TestTokenListingChargesRoyalty(t *testing.T) {
 				before := s.TokensVersion()
 				require.NoError(t, s.Update(ctx, func(tx *Tx) error {
 					tx.Put(InDoc, readmodel.CollectionDoc{ID: d.CollectionID, Chain: d.Chain, RoyaltyBps: tc.royalty}, d.CollectionID)
-					tx.RoyaltyChanged()
+					tx.RoyaltyChanged(d.CollectionID)
 					return nil
 				}))
 				assert.NotEqual(t, before, s.TokensVersion())

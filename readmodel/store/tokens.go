@@ -56,8 +56,10 @@ func tokenCacheKey(k string) string { return string(pToken) + k }
 // nanoseconds; 0: until its record changes) when a listing it shows or
 // could show expires.
 type cachedToken struct {
-	view  render.TokenView
-	until int64
+	view    render.TokenView
+	until   int64
+	cid     string // its collection,
+	royalty *int64 // whose royaltyBps the view was rendered with
 }
 
 // Token returns the TokenDetail of (chain, address, tokenID), address and
@@ -75,8 +77,15 @@ func (s *Store) Token(ctx context.Context, chain readmodel.Chain, address, token
 	c, gen, ok := s.cache.getBytes(kk)
 	if ok {
 		if ct := c.(cachedToken); ct.until == 0 || now.UnixNano() < ct.until {
-			ct.view.Until = ct.until
-			return ct.view, nil
+			// The view charges its collection's royalty: still the same?
+			royalty, err := s.royaltyOf(ct.cid)
+			if err != nil {
+				return render.TokenView{}, err
+			}
+			if sameBps(royalty, ct.royalty) {
+				ct.view.Until = ct.until
+				return ct.view, nil
+			}
 		}
 	}
 	ck := string(kk)
@@ -102,7 +111,7 @@ func (s *Store) Token(ctx context.Context, chain readmodel.Chain, address, token
 	if !until.IsZero() {
 		u = until.UnixNano()
 	}
-	s.cache.put(ck, cachedToken{view: v, until: u}, gen)
+	s.cache.put(ck, cachedToken{view: v, until: u, cid: r.Doc.CollectionID, royalty: royalty}, gen)
 	v.Until = u
 	return v, nil
 }
@@ -156,19 +165,23 @@ type royaltyDoc struct {
 	RoyaltyBps *int64 `json:"royaltyBps"`
 }
 
-// cachedRoyalty is a collection's royalty in the cache (key "ry|" + cid).
+// cachedRoyalty is a collection's royalty in the cache (royaltyKey).
 type cachedRoyalty struct{ bps *int64 }
 
+// royaltyKey is the cache key of collection cid's royalty.
+func royaltyKey(cid string) string { return "ry|" + cid }
+
 // royaltyOf returns collection cid's royaltyBps from its document (nil:
-// unknown, or no document yet). A commit that changes it resets the cache
-// (Tx.RoyaltyChanged), so the token views rendered with the old one go
-// with it.
+// unknown, or no document yet). A commit that changes it drops the cached
+// one (Tx.RoyaltyChanged); a cached token view rendered with another is
+// rendered again. A cached royalty is read without allocating.
 func (s *Store) royaltyOf(cid string) (*int64, error) {
-	k := "ry|" + cid
-	v, gen, ok := s.cache.get(k)
+	var kb [viewKeyBuf]byte
+	v, gen, ok := s.cache.getBytes(append(append(kb[:0], "ry|"...), cid...))
 	if ok {
 		return v.(cachedRoyalty).bps, nil
 	}
+	k := royaltyKey(cid)
 	var doc *royaltyDoc
 	err := s.db.View(func(txn *badger.Txn) (err error) {
 		doc, err = jsonGet[royaltyDoc](txn, key(pDoc, cid))
@@ -185,10 +198,17 @@ func (s *Store) royaltyOf(cid string) (*int64, error) {
 	return bps, nil
 }
 
-// RoyaltyChanged says this transaction changed a collection's royaltyBps:
-// token views are rendered with it on read, so the commit drops every
-// cached view (and moves TokensVersion).
-func (t *Tx) RoyaltyChanged() { t.royalty = true }
+// RoyaltyChanged says this transaction changed collection cid's
+// royaltyBps: token views charge it in their listing's fees, so the
+// commit drops the cached royalty (the tokens' cached views are rendered
+// again when read) and moves TokensVersion.
+func (t *Tx) RoyaltyChanged(cid string) {
+	t.touched = append(t.touched, royaltyKey(cid))
+	t.tokenWrites = true
+}
+
+// sameBps reports whether two royalties are both unknown or equal.
+func sameBps(a, b *int64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 
 // cheaper reports whether a's ask is below b's (exact; uninterpretable
 // prices never win), ties by order id.

@@ -26,7 +26,6 @@ type Tx struct {
 	aliases     bool
 	browse      bool
 	tokenWrites bool // a token record was written or deleted
-	royalty     bool // a collection's royalty changed (RoyaltyChanged)
 	sales       []string
 	quote       *render.USDQuote // set by PutQuote: served after the commit
 	err         error
@@ -60,9 +59,6 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 		return internal(err, "commit")
 	}
 	s.cache.invalidate(tx.touched, tx.aliases, tx.browse, tx.tokenWrites, tx.sales)
-	if tx.royalty {
-		s.cache.reset()
-	}
 	s.noteSales(tx.newSales)
 	if tx.quote != nil {
 		// The new quote first, then a new cache generation: a reader that
