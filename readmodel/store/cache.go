@@ -182,11 +182,15 @@ func (c *cache) putPage(k, salesOf string, gen uint64, p render.Page) {
 // generation AppendEvents moves (through Tx.sales).
 func feedFamily(cid string) string { return "e|" + cid }
 
-func (c *cache) getEventPage(k, cid string) (render.EventPage, uint64, bool) {
+// getEventPage is getPage of the feed page under key k of collection
+// cid; neither is copied.
+func (c *cache) getEventPage(k []byte, cid string) (render.EventPage, uint64, bool) {
+	var fb [192]byte
+	family := append(append(fb[:0], "e|"...), cid...) // feedFamily(cid), on the stack
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	g := c.pageGen(feedFamily(cid))
-	p, ok := c.pages[k]
+	g := c.salesGen[string(family)]
+	p, ok := c.pages[string(k)]
 	if !ok || p.gen != g {
 		return render.EventPage{}, g, false
 	}

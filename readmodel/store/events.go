@@ -139,11 +139,18 @@ func (s *Store) Events(ctx context.Context, cid string, after uint64, afterID st
 	if limit <= 0 {
 		limit = 1
 	}
-	ck := "e|" + cid + "|" + strconv.FormatUint(after, 10) + "|" + afterID + "|" + strconv.Itoa(limit) + "|" + strconv.Itoa(int(types))
-	p, gen, ok := s.cache.getEventPage(ck, cid) // gen: a commit during the read makes the page stale
+	// The cache key is built on the stack: a cached page is read without
+	// allocating.
+	var kb [viewKeyBuf]byte
+	kk := append(append(append(kb[:0], "e|"...), cid...), '|')
+	kk = append(append(strconv.AppendUint(kk, after, 10), '|'), afterID...)
+	kk = strconv.AppendInt(append(kk, '|'), int64(limit), 10)
+	kk = strconv.AppendInt(append(kk, '|'), int64(types), 10)
+	p, gen, ok := s.cache.getEventPage(kk, cid) // gen: a commit during the read makes the page stale
 	if ok {
 		return p, nil
 	}
+	ck := string(kk)
 	var page render.EventPage
 	err := s.db.View(func(txn *badger.Txn) error {
 		h := FeedHead{First: 1, Next: 1}

@@ -126,10 +126,10 @@ func TestEventPagesCachedUntilTheFeedMoves(t *testing.T) {
 		return strs(p.Items)
 	}
 	assert.Equal(t, []string{`{"seq":2}`}, head())
-	_, _, cached := s.cache.getEventPage("e|c|1|e1|10|0", "c")
+	_, _, cached := s.cache.getEventPage([]byte("e|c|1|e1|10|0"), "c")
 	assert.True(t, cached, "the head page is cached")
 	appendN(t, s, "other", 3)
-	_, _, cached = s.cache.getEventPage("e|c|1|e1|10|0", "c")
+	_, _, cached = s.cache.getEventPage([]byte("e|c|1|e1|10|0"), "c")
 	assert.True(t, cached, "another feed's append keeps it")
 	appendN(t, s, "c", 2)
 	assert.Equal(t, []string{`{"seq":2}`, `{"seq":3}`, `{"seq":4}`}, head(), "an append is served at once")
