@@ -776,7 +776,8 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 			continue
 		}
 		keep[k] = true
-		sum := store.TokenDocHash(&d)
+		rec := &store.TokenRecord{Bucket: msg.Bucket, ObservedAt: msg.ObservedAt, Doc: d}
+		sum := rec.HashDoc() // the encoding is kept: a changed token's record is written from it
 		next.Keys, next.Hashes = append(next.Keys, k), append(next.Hashes, sum)
 		// A bucket is republished when any of its tokens changed; a token
 		// whose document is unchanged keeps its record (what depends on
@@ -799,7 +800,7 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 			// bucket are unchanged.
 			continue
 		}
-		a.putTokenMemo(k, &store.TokenRecord{Hash: sum, Bucket: msg.Bucket, ObservedAt: msg.ObservedAt, Doc: d})
+		a.putTokenMemo(k, rec)
 		if err := a.touchToken(k); err != nil {
 			return err
 		}

@@ -854,7 +854,7 @@ func (s *Store) Digest(ctx context.Context, at time.Time) (string, error) {
 			stop := ctx.Err
 			royalties := map[string]*int64{}
 			return eachTokenRecord(txn, stop, func(k, raw string) error {
-				r, err := DecodeTokenRecord([]byte(raw))
+				r, err := decodeTokenRecord(raw)
 				if err != nil {
 					return readmodel.Errorf(readmodel.Internal, "corrupt token record %q", k)
 				}

@@ -58,6 +58,11 @@ type TokenRecord struct {
 	// Native holds the token's native order-book rows live at the order
 	// book's observation (EVM only).
 	Native []readmodel.ListingRow
+
+	// doc is Doc's encoding when it is known (HashDoc, or the record this
+	// one was decoded from); EncodeTokenRecord then copies it instead of
+	// encoding Doc again. Doc must not change once it is set.
+	doc string
 }
 
 // errCorruptTokenRecord is returned for a token record that does not
@@ -76,14 +81,32 @@ func TokenDocHash(d *readmodel.TokenDoc) uint64 {
 
 var hashBuf = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
+// HashDoc sets r.Hash to TokenDocHash(&r.Doc) and keeps the document's
+// encoding for EncodeTokenRecord: the projector hashes every document of
+// a tokens message to tell the changed ones, then writes those, and
+// encoding each twice was about half of applying tokens. r.Doc must not
+// change afterwards.
+func (r *TokenRecord) HashDoc() uint64 {
+	bp := hashBuf.Get().(*[]byte)
+	b := appendTokenDoc((*bp)[:0], &r.Doc)
+	r.Hash, r.doc = xxhash.Sum64(b), string(b)
+	*bp = b
+	hashBuf.Put(bp)
+	return r.Hash
+}
+
 // EncodeTokenRecord encodes r, setting r.Hash.
 func EncodeTokenRecord(r *TokenRecord) []byte {
-	b := make([]byte, tokenRecordHeader, tokenRecordHeader+256)
+	b := make([]byte, tokenRecordHeader, tokenRecordHeader+256+len(r.doc))
 	binary.BigEndian.PutUint32(b[8:], r.Bucket)
 	binary.BigEndian.PutUint64(b[12:], r.Version)
 	b = appendTime(b, &r.ObservedAt)
 	start := len(b)
-	b = appendTokenDoc(b, &r.Doc)
+	if r.doc != "" {
+		b = append(b, r.doc...)
+	} else {
+		b = appendTokenDoc(b, &r.Doc)
+	}
 	r.Hash = xxhash.Sum64(b[start:])
 	binary.BigEndian.PutUint64(b, r.Hash)
 	b = binary.AppendUvarint(b, uint64(len(r.Native)))
@@ -105,6 +128,13 @@ func tokenRecordHead(raw []byte) (hash uint64, bucket uint32, ok bool) {
 // DecodeTokenRecord decodes a stored record. Its strings share one
 // allocation.
 func DecodeTokenRecord(raw []byte) (*TokenRecord, error) {
+	return decodeTokenRecord(string(raw))
+}
+
+// decodeTokenRecord decodes a stored record held as a string (a token
+// block's records are substrings of the decoded block); the strings of
+// the result share raw.
+func decodeTokenRecord(raw string) (*TokenRecord, error) {
 	if len(raw) < tokenRecordHeader {
 		return nil, errCorruptTokenRecord
 	}
@@ -112,9 +142,9 @@ func DecodeTokenRecord(raw []byte) (*TokenRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.Hash = binary.BigEndian.Uint64(raw)
-	t.Bucket = binary.BigEndian.Uint32(raw[8:])
-	t.Version = binary.BigEndian.Uint64(raw[12:])
+	t.Hash = binary.BigEndian.Uint64([]byte(raw[:8]))
+	t.Bucket = binary.BigEndian.Uint32([]byte(raw[8:12]))
+	t.Version = binary.BigEndian.Uint64([]byte(raw[12:20]))
 	return t, nil
 }
 
@@ -150,8 +180,8 @@ func appendRow(b []byte, o *readmodel.ListingRow, d *readmodel.TokenDoc) []byte 
 var recEncoders = sync.Pool{New: func() any { return new(recEncoder) }}
 
 // decodeTokenBody decodes a record's body. The strings of the result share
-// one allocation.
-func decodeTokenBody(body []byte) (*TokenRecord, error) {
+// body.
+func decodeTokenBody(body string) (*TokenRecord, error) {
 	// One allocation holds the result and its decoder (handed to Fields as
 	// an interface, the decoder would otherwise be allocated apart).
 	td := new(struct {
@@ -159,13 +189,15 @@ func decodeTokenBody(body []byte) (*TokenRecord, error) {
 		r recDecoder
 	})
 	t, r := &td.t, &td.r
-	*r = recDecoder{recReader: recReader{s: string(body)}, doc: &t.Doc}
+	*r = recDecoder{recReader: recReader{s: body}, doc: &t.Doc}
 	if at, ok := r.time(); ok {
 		t.ObservedAt = *at
 	} else {
 		r.fail()
 	}
+	start := r.i
 	t.Doc.Fields(r)
+	t.doc = r.s[start:r.i]
 	if n := r.uvarint(); n > 0 && !r.bad {
 		if n > uint64(len(r.s)-r.i) { // every row takes at least a byte
 			r.fail()

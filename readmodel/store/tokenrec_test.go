@@ -91,7 +91,17 @@ func TestTokenRecordRoundTrip(t *testing.T) {
 				assert.Equal(t, h, TokenDocHash(&doc))
 				got, err := DecodeTokenRecord(rec)
 				require.NoError(t, err)
+				assert.Equal(t, string(appendTokenDoc(nil, &doc)), got.doc, "a decoded record keeps its document's encoding")
+				got.doc = ""
 				require.Equal(t, in, got)
+				// A record hashed first (the projector's path) and one
+				// re-encoded from a decoded record write the same bytes.
+				hashed := &TokenRecord{Bucket: in.Bucket, Version: in.Version, ObservedAt: at, Doc: doc, Native: in.Native}
+				assert.Equal(t, h, hashed.HashDoc())
+				assert.Equal(t, rec, EncodeTokenRecord(hashed))
+				again, err := DecodeTokenRecord(rec)
+				require.NoError(t, err)
+				assert.Equal(t, rec, EncodeTokenRecord(again))
 			}
 		})
 	}

@@ -32,7 +32,7 @@ func (t *Tx) TokenRecord(k string) (*TokenRecord, error) {
 	if err != nil || !ok {
 		return nil, err
 	}
-	return DecodeTokenRecord([]byte(raw))
+	return decodeTokenRecord(raw)
 }
 
 // TokenRecordHead reads the hash and bucket of token k's record without
@@ -96,7 +96,7 @@ func (s *Store) Token(ctx context.Context, chain readmodel.Chain, address, token
 	if !ok {
 		return render.TokenView{}, notFound("token")
 	}
-	r, err := DecodeTokenRecord([]byte(b))
+	r, err := decodeTokenRecord(b)
 	if err != nil {
 		return render.TokenView{}, readmodel.Errorf(readmodel.Internal, "corrupt token record")
 	}
