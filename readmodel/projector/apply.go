@@ -59,6 +59,7 @@ type applier struct {
 	books     map[string]*rowsInput                        // listing rows read or written in this transaction, by source and collection
 	toks      map[string]*store.TokenRecord                // token records read or written in this transaction (nil: none)
 	statuses  map[string]*statusInput                      // stored statuses read or written in this transaction, by source and collection
+	docs      map[string]*readmodel.CollectionDoc          // collection documents read or written in this transaction (nil: none)
 	natives   map[string]map[string][]readmodel.ListingRow // per collection: its order book's live native rows by token key
 
 	// deferred collects what a batch of messages touches and renders it
@@ -345,13 +346,14 @@ func (a *applier) apply(msg *readmodel.Message) error {
 	}
 	switch msg.Kind {
 	case readmodel.KindCollection:
-		old, err := store.Get[readmodel.CollectionDoc](a.tx, store.InDoc, cid)
+		old, err := a.doc(cid)
 		if err != nil {
 			return err
 		}
 		doc := *msg.Collection
 		doc.ID = cid
 		a.tx.Put(store.InDoc, doc, cid)
+		a.docs[cid] = &doc
 		var oldAliases []store.Alias
 		var oldRoyalty *int64
 		if old != nil {
@@ -501,9 +503,27 @@ func lowerASCII(s string) string {
 	return string(b)
 }
 
+// doc returns collection cid's document, nil when none, decoding it at
+// most once per transaction (the feed and every render of the collection
+// ask for it). Callers must not modify it.
+func (a *applier) doc(cid string) (*readmodel.CollectionDoc, error) {
+	if d, ok := a.docs[cid]; ok {
+		return d, nil
+	}
+	d, err := store.Get[readmodel.CollectionDoc](a.tx, store.InDoc, cid)
+	if err != nil {
+		return nil, err
+	}
+	if a.docs == nil {
+		a.docs = map[string]*readmodel.CollectionDoc{}
+	}
+	a.docs[cid] = d
+	return d, nil
+}
+
 // renderNow re-renders the given parts of collection cid's views.
 func (a *applier) renderNow(cid string, parts int) error {
-	doc, err := store.Get[readmodel.CollectionDoc](a.tx, store.InDoc, cid)
+	doc, err := a.doc(cid)
 	if err != nil {
 		return err
 	}

@@ -91,7 +91,7 @@ func (a *applier) feedWanted(msg *readmodel.Message) (bool, error) {
 // feed diffs msg's collection's listing set (see the top of this file).
 func (a *applier) feed(msg *readmodel.Message) error {
 	cid := msg.CollectionID
-	doc, err := store.Get[readmodel.CollectionDoc](a.tx, store.InDoc, cid)
+	doc, err := a.doc(cid)
 	if err != nil {
 		return err
 	}
