@@ -126,7 +126,9 @@ func (t *Tx) tokens(addr string) (*tokenSet, error) {
 	}
 	set := &tokenSet{blocks: map[uint32]*tokenBlock{}, where: map[string]uint32{}}
 	prefix := tokenBlockPrefix(addr)
-	it := t.txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: false})
+	// Blocks are written only when the transaction commits
+	// (flushTokens), so what was committed is what it holds.
+	it := t.committedView().NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: false})
 	defer it.Close()
 	for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
 		k := it.Item().Key()

@@ -22,6 +22,7 @@ import (
 type Tx struct {
 	s           *Store
 	txn         *badger.Txn
+	ro          *badger.Txn // read-only, for iterations that need none of txn's writes (committedView); nil until used
 	touched     []string
 	aliases     bool
 	browse      bool
@@ -48,6 +49,11 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	}
 	tx := &Tx{s: s, txn: s.db.NewTransaction(true)}
 	defer tx.txn.Discard()
+	defer func() {
+		if tx.ro != nil {
+			tx.ro.Discard()
+		}
+	}()
 	if err := fn(tx); err != nil {
 		return internal(err, "apply")
 	}
@@ -73,8 +79,23 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 // View runs fn in a read-only transaction (writes through tx fail).
 func (s *Store) View(ctx context.Context, fn func(tx *Tx) error) error {
 	tx := &Tx{s: s, txn: s.db.NewTransaction(false)}
+	tx.ro = tx.txn // read-only already: no writes of its own
 	defer tx.txn.Discard()
 	return internal(fn(tx), "view")
+}
+
+// committedView returns a read-only transaction over what was committed
+// before this one, for an iteration that needs none of this transaction's
+// own writes: an iterator of a read-write transaction copies and sorts
+// every write pending in it, each time it is created, so a batch of
+// messages that each opened one paid for its writes over and over. Writes
+// are serialised (one projector), so nothing commits in between and the
+// two read the same state.
+func (t *Tx) committedView() *badger.Txn {
+	if t.ro == nil {
+		t.ro = t.s.db.NewTransaction(false)
+	}
+	return t.ro
 }
 
 func (t *Tx) set(k, v []byte) {
