@@ -1,10 +1,11 @@
 package projector
 
 import (
-	"encoding/json"
 	"hash/fnv"
 	"sort"
 	"strconv"
+
+	gojson "github.com/goccy/go-json"
 
 	"github.com/marketd/marketd/readmodel"
 	"github.com/marketd/marketd/readmodel/render"
@@ -123,7 +124,7 @@ func (a *applier) feedState(cid string) (*feedMemo, error) {
 	var err error
 	m.head, raw, err = a.tx.FeedState(cid)
 	if err == nil && raw != nil {
-		err = json.Unmarshal(raw, &m.st)
+		err = gojson.Unmarshal(raw, &m.st) // written by flushFeeds: encoding/json's bytes (TestStoredInputsDecodeAsStd)
 	}
 	if err != nil {
 		return nil, err
@@ -148,7 +149,7 @@ func (a *applier) flushFeeds() error {
 	keep := a.tx.FeedRetention()
 	for _, cid := range cids {
 		m := a.feeds[cid]
-		b, err := json.Marshal(&m.st)
+		b, err := gojson.Marshal(&m.st)
 		if err != nil {
 			return err
 		}

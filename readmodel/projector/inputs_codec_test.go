@@ -15,11 +15,12 @@ import (
 )
 
 // TestStoredInputsDecodeAsStd: every record the projector stores is
-// written by encoding/json and read by goccy/go-json (store.jsonGet, the
-// applied positions); on random values of each type the two read the same.
+// written and read by goccy/go-json (store's Put and jsonGet, the applied
+// positions, the feed state); on random values of each type it writes the
+// bytes encoding/json writes, and the two read them to the same values.
 // (Token records are binary: TestTokenRecordRoundTrip.)
 func TestStoredInputsDecodeAsStd(t *testing.T) {
-	types := []any{rowsInput{}, statusInput{}, lastGood{}, job{},
+	types := []any{rowsInput{}, statusInput{}, lastGood{}, job{}, tokenBucket{}, feedState{},
 		readmodel.Analytics{}, readmodel.CollectionDoc{}, readmodel.CollectionStats{}, readmodel.USDRates{}, store.StreamPos{}}
 	r := rand.New(rand.NewSource(20261123))
 	for _, typ := range types {
@@ -30,6 +31,9 @@ func TestStoredInputsDecodeAsStd(t *testing.T) {
 				jsontest.Fill(r, v.Elem())
 				b, err := json.Marshal(v.Interface())
 				require.NoError(t, err)
+				gb, err := gojson.Marshal(v.Interface())
+				require.NoError(t, err)
+				require.Equal(t, string(b), string(gb))
 				want, got := reflect.New(rt), reflect.New(rt)
 				require.NoError(t, json.Unmarshal(b, want.Interface()))
 				require.NoError(t, gojson.Unmarshal(b, got.Interface()), "%s", b)
