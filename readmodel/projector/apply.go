@@ -980,12 +980,13 @@ func (a *applier) applySales(msg *readmodel.Message) error {
 		if !ok {
 			continue // uninterpretable price: dropped at projection
 		}
-		added, err := a.tx.AddSale(msg.CollectionID, &r, tmpl(render.MarshalItem(it)))
+		b := render.MarshalItem(it) // TemplateUSD copies what it changes: the feed's event keeps usd null
+		added, err := a.tx.AddSale(msg.CollectionID, &r, tmpl(b))
 		if err != nil {
 			return err
 		}
 		if added {
-			if err := a.feedSale(msg.CollectionID, i, &r, render.MarshalItem(it)); err != nil {
+			if err := a.feedSale(msg.CollectionID, i, &r, b); err != nil {
 				return err
 			}
 		}
