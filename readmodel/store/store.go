@@ -89,8 +89,9 @@ type Store struct {
 	cache *cache
 	quote atomic.Pointer[render.USDQuote] // nil until first loaded or committed
 
-	salesMu   sync.Mutex
-	withSales map[string]struct{} // collections known to have sales committed (hasSales)
+	salesMu    sync.Mutex          // guards withSales and registered
+	withSales  map[string]struct{} // collections known to have sales committed (hasSales)
+	registered map[string]struct{} // collections known to be registered (Register)
 
 	gcStop, gcDone chan struct{}
 	stopGC         sync.Once
@@ -429,6 +430,9 @@ func (s *Store) Reset(ctx context.Context) error {
 	}
 	s.cache.reset()
 	s.quote.Store(nil)
+	s.salesMu.Lock()
+	s.withSales, s.registered = nil, nil
+	s.salesMu.Unlock()
 	return nil
 }
 

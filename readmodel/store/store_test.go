@@ -369,3 +369,35 @@ func TestGCPause(t *testing.T) {
 		})
 	}
 }
+
+// TestRegisterAfterReset: a collection is registered once per store (a
+// second Register writes nothing), and again after Reset dropped every
+// key, so a full re-render still reaches it.
+func TestRegisterAfterReset(t *testing.T) {
+	ctx := context.Background()
+	s := mustOpen(t)
+	collections := func() []string {
+		var ids []string
+		require.NoError(t, s.View(ctx, func(tx *Tx) error {
+			var err error
+			ids, err = tx.Collections("", 10)
+			return err
+		}))
+		return ids
+	}
+	register := func(cids ...string) {
+		require.NoError(t, s.Update(ctx, func(tx *Tx) error {
+			for _, cid := range cids {
+				tx.Register(cid)
+			}
+			return nil
+		}))
+	}
+	register("a", "b", "a")
+	register("b")
+	assert.Equal(t, []string{"a", "b"}, collections())
+	require.NoError(t, s.Reset(ctx))
+	assert.Empty(t, collections())
+	register("b")
+	assert.Equal(t, []string{"b"}, collections(), "registered again after the reset")
+}

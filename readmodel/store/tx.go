@@ -33,6 +33,8 @@ type Tx struct {
 	err         error
 	toks        map[string]*tokenSet // token blocks by chain|address, loaded by tokens (tokenblock.go)
 
+	regs map[string]struct{} // collections Register wrote in this transaction
+
 	// newSales holds, per collection AddSale saw in this transaction, the
 	// sale hashes it added when the collection had no sales committed
 	// before the transaction; nil (present) when it had some.
@@ -67,6 +69,7 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	}
 	s.cache.invalidate(tx.touched, tx.aliases, tx.browse, tx.tokenWrites, tx.sales)
 	s.noteSales(tx.newSales)
+	s.noteRegistered(tx.regs)
 	if tx.quote != nil {
 		// The new quote first, then a new cache generation: a reader that
 		// filled a view with the old quote cannot store it any more.
@@ -346,8 +349,41 @@ func (t *Tx) EachInput(kind InputKind, leading []string, fn func(last string, ra
 }
 
 // Register records that collection cid exists in some input, so full
-// re-renders reach it.
-func (t *Tx) Register(cid string) { t.set(key(pRegistry, cid), nil) }
+// re-renders reach it. A collection this store registered before is not
+// written again (every applied message registers its collection: one
+// write per message, where a collection's first would do).
+func (t *Tx) Register(cid string) {
+	if _, ok := t.regs[cid]; ok || t.s.isRegistered(cid) {
+		return
+	}
+	t.set(key(pRegistry, cid), nil)
+	if t.regs == nil {
+		t.regs = map[string]struct{}{}
+	}
+	t.regs[cid] = struct{}{}
+}
+
+func (s *Store) isRegistered(cid string) bool {
+	s.salesMu.Lock()
+	defer s.salesMu.Unlock()
+	_, ok := s.registered[cid]
+	return ok
+}
+
+// noteRegistered records, after a commit, the collections it registered.
+func (s *Store) noteRegistered(regs map[string]struct{}) {
+	if len(regs) == 0 {
+		return
+	}
+	s.salesMu.Lock()
+	defer s.salesMu.Unlock()
+	if s.registered == nil {
+		s.registered = make(map[string]struct{}, len(regs))
+	}
+	for cid := range regs {
+		s.registered[cid] = struct{}{}
+	}
+}
 
 // Collections returns up to limit registered collection ids after the id
 // after ("" = from the start), in key order.
