@@ -782,6 +782,7 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 		}
 	}
 	keep := make(map[string]bool, len(msg.Tokens))
+	var rec *store.TokenRecord
 	next := tokenBucket{Buckets: msg.Buckets, Keys: make([]string, 0, len(msg.Tokens)), Hashes: make([]uint64, 0, len(msg.Tokens))}
 	for i := range msg.Tokens {
 		d := msg.Tokens[i]
@@ -796,7 +797,10 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 			continue
 		}
 		keep[k] = true
-		rec := &store.TokenRecord{Bucket: msg.Bucket, ObservedAt: msg.ObservedAt, Doc: d}
+		if rec == nil {
+			rec = new(store.TokenRecord)
+		}
+		*rec = store.TokenRecord{Bucket: msg.Bucket, ObservedAt: msg.ObservedAt, Doc: d}
 		sum := rec.HashDoc() // the encoding is kept: a changed token's record is written from it
 		next.Keys, next.Hashes = append(next.Keys, k), append(next.Hashes, sum)
 		// A bucket is republished when any of its tokens changed; a token
@@ -821,6 +825,7 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 			continue
 		}
 		a.putTokenMemo(k, rec)
+		rec = nil // kept; an unchanged token's is reused for the next
 		if err := a.touchToken(k); err != nil {
 			return err
 		}
