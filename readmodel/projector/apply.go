@@ -189,11 +189,31 @@ func (a *applier) orderBook(cid string) (*rowsInput, error) {
 // rows returns the stored rows of (src, cid), nil when none, decoding each
 // at most once per transaction (putRows keeps the memo current).
 func (a *applier) rows(src readmodel.Source, cid string) (*rowsInput, error) {
-	return memoGet(a, &a.books, store.InRows, src, cid)
+	k := string(src) + "\x00" + cid
+	if v, ok := a.books[k]; ok {
+		return v, nil
+	}
+	at, rows, ok, err := a.tx.Rows(string(src), cid)
+	if err != nil {
+		return nil, err
+	}
+	var in *rowsInput
+	if ok {
+		in = &rowsInput{ObservedAt: at, Rows: rows}
+	}
+	if a.books == nil {
+		a.books = map[string]*rowsInput{}
+	}
+	a.books[k] = in
+	return in, nil
 }
 
 func (a *applier) putRows(src readmodel.Source, cid string, in *rowsInput) {
-	memoPut(a, &a.books, store.InRows, src, cid, in)
+	a.tx.PutRows(string(src), cid, in.ObservedAt, in.Rows)
+	if a.books == nil {
+		a.books = map[string]*rowsInput{}
+	}
+	a.books[string(src)+"\x00"+cid] = in
 	if src == readmodel.SourceOrderBook {
 		delete(a.natives, cid)
 	}

@@ -300,7 +300,8 @@ func gcPause(took time.Duration, share float64) time.Duration {
 //	   listings views the listed count and the cut rows' expiries (issue 30)
 //	12: token records in S2-compressed blocks per (address, bucket), i/tk/;
 //	   listing snapshots' bodies and sale items (against saleDict) in S2
-const Schema = "12"
+//	13: listing rows inputs (i/r/) are binary records (rowsrec.go)
+const Schema = "13"
 
 // schema is what the store records: Schema and a fingerprint of the token
 // record's field lists (readmodel.TokenDoc's and ListingRow's Fields), so
