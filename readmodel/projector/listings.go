@@ -1,0 +1,86 @@
+package projector
+
+import (
+	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/render"
+)
+
+func (a *applier) source(src readmodel.Source, cid string) (render.ListingSource, error) {
+	var ls render.ListingSource
+	rows, err := a.rows(src, cid)
+	if err != nil {
+		return ls, err
+	}
+	if rows != nil {
+		ls.Rows, ls.ObservedAt = rows.Rows, rows.ObservedAt
+	}
+	st, err := a.status(src, cid)
+	if err != nil {
+		return ls, err
+	}
+	if failed(st) {
+		ls.Failed, ls.LastGoodAt = true, st.Status.LastGoodAt
+	}
+	return ls, nil
+}
+
+func (a *applier) snapshot(cid string, doc *readmodel.CollectionDoc) (render.Snapshot, error) {
+	in := render.SnapshotInputs{
+		HasContract: doc != nil && doc.ContractAddress != "",
+		Now:         a.now,
+		Retention:   a.retention,
+	}
+	var err error
+	if in.OrderBook, err = a.source(readmodel.SourceOrderBook, cid); err != nil {
+		return render.Snapshot{}, err
+	}
+	if in.Mirror, err = a.source(readmodel.SourceIndexerMirror, cid); err != nil {
+		return render.Snapshot{}, err
+	}
+	return render.MergeListings(in), nil
+}
+
+func (a *applier) renderListings(cid string, doc *readmodel.CollectionDoc, parts int) error {
+	snap, err := a.snapshot(cid, doc)
+	if err != nil {
+		return err
+	}
+	var royalty *int64
+	if doc != nil {
+		royalty = doc.RoyaltyBps
+	}
+	if parts&partListings != 0 {
+		v := render.ListingsView{
+			Version:       a.ver(),
+			Items:         make([][]byte, 0, len(snap.Rows)),
+			ExpiresAt:     make([]int64, 0, len(snap.Rows)),
+			StaleSources:  snap.StaleSources,
+			AllFailed:     snap.AllFailed,
+			Listed:        snap.Listed,
+			BeyondExpires: snap.BeyondExpires,
+		}
+		if v.AsOf, err = a.freshness(cid, listingSources(doc)...); err != nil {
+			return err
+		}
+		for i := range snap.Rows {
+			r := &snap.Rows[i]
+			b, ok := render.ListingRowJSON(r, royalty, nil, a.now)
+			if !ok {
+				v.Listed--
+				continue
+			}
+			var exp int64
+			if r.ExpiresAt != nil {
+				exp = r.ExpiresAt.UnixMilli()
+			}
+			v.Items = append(v.Items, tmpl(b))
+			v.ExpiresAt = append(v.ExpiresAt, exp)
+		}
+		a.tx.PutListings(cid, v)
+		a.tx.SetDeadline(cid, snap.Deadline)
+	}
+	if parts&partFloor == 0 {
+		return nil
+	}
+	return a.renderFloor(cid, doc, snap)
+}
