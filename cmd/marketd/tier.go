@@ -146,7 +146,7 @@ func (a *admin) lead(ctx context.Context, lease *bus.Lease, changed <-chan struc
 				a.log.Error().Err(err).Msg("first cycle of this lease term failed; retrying")
 			} else {
 				term = t // a failed first cycle is retried, or the node would never turn ready
-				a.ready.Store(true)
+				a.published(t)
 				a.log.Info().Dur("took", time.Since(start)).Msg("first cycle of this lease term published; ready")
 			}
 		} else if !lease.Held() && lease.State().Holder != "" && !a.ready.Load() {
@@ -159,6 +159,34 @@ func (a *admin) lead(ctx context.Context, lease *bus.Lease, changed <-chan struc
 		case <-changed:
 		case <-time.After(lease.Period() / 4):
 		}
+	}
+}
+
+// published records that this node published the first cycle of lease
+// term t: it is ready while it holds that term.
+func (a *admin) published(t uint64) {
+	a.leadTerm.Store(t)
+	a.ready.Store(true)
+}
+
+// leaseReason says why an ingest that takes part in the lease is not
+// ready, "" when it is: it holds the lease and has published the first
+// cycle of that term (lead), or it stands by behind another holder. An
+// ingest whose lease lapsed (the bus was unreachable for longer than its
+// hold) and that has not taken it back is neither: it would refuse
+// POST /admin/ingest and publish nothing, so it is not ready, even once
+// NATS is reachable again.
+func (a *admin) leaseReason() string {
+	s := a.lease.State()
+	switch {
+	case s.Held && a.leadTerm.Load() == s.Term:
+		return ""
+	case s.Held:
+		return fmt.Sprintf("ingest lease acquired (term %d): its first cycle is not yet published", s.Term)
+	case s.Holder != "" && s.Holder != s.Node:
+		return "" // a standby
+	default:
+		return "ingest lease not held and no other holder seen: acquiring it"
 	}
 }
 
@@ -181,6 +209,11 @@ func (a *admin) Readiness() (bool, string) {
 			return false, reason
 		}
 		if reason := a.views.Gaps().Reason(); reason != "" {
+			return false, reason
+		}
+	}
+	if a.lease != nil {
+		if reason := a.leaseReason(); reason != "" {
 			return false, reason
 		}
 	}

@@ -339,3 +339,47 @@ func TestReadinessSaysWhy(t *testing.T) {
 		})
 	}
 }
+
+// TestIngestReadinessFollowsTheLease drives an ingest's lease by hand on
+// a fake clock: an ingest whose lease lapsed (renewals failed while NATS
+// was away) is not ready once NATS is back until it holds the lease again
+// and has published that term's first cycle; a standby behind another
+// holder is ready.
+func TestIngestReadinessFollowsTheLease(t *testing.T) {
+	ctx := context.Background()
+	js := bustest.MustConnect(t, bustest.MustStartServer(t), 1)
+	const period = time.Hour // the bucket's TTL never acts: only the lease's rules do
+	var mu sync.Mutex
+	now := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	open := func(holder string) *bus.Lease {
+		l, err := bus.OpenLease(ctx, js, bus.LeaseOptions{Holder: holder, Period: period, Now: clock})
+		require.NoError(t, err)
+		return l
+	}
+	a, b := &admin{lease: open("a")}, &admin{lease: open("b")}
+	steps := []struct {
+		name   string
+		do     func()
+		node   *admin
+		reason string // "" ready
+	}{
+		{"before the first look", func() {}, a, "acquiring it"},
+		{"acquired, first cycle not published", func() { a.lease.Step(ctx) }, a, "term 1): its first cycle is not yet published"},
+		{"first cycle published", func() { a.published(a.lease.Term()) }, a, ""},
+		{"a standby behind the holder", func() { b.lease.Step(ctx); b.ready.Store(true) }, b, ""},
+		{"lease lapsed (no renewal while NATS was away)", func() { mu.Lock(); now = now.Add(period); mu.Unlock() }, a, "ingest lease not held"},
+		{"taken back: a new term", func() { a.lease.Step(ctx) }, a, "term 2): its first cycle is not yet published"},
+		{"the new term's first cycle published", func() { a.published(a.lease.Term()) }, a, ""},
+	}
+	for _, s := range steps {
+		s.do()
+		ok, reason := s.node.Readiness()
+		if s.reason == "" {
+			assert.True(t, ok, "%s: %s", s.name, reason)
+		} else {
+			assert.False(t, ok, s.name)
+			assert.Contains(t, reason, s.reason, s.name)
+		}
+	}
+}

@@ -238,8 +238,9 @@ type admin struct {
 
 	nc            *nats.Conn
 	js            jetstream.JetStream
-	lease         *bus.Lease  // nil unless role ingest
-	mon           *lagMonitor // nil in role ingest
+	lease         *bus.Lease    // nil unless role ingest
+	leadTerm      atomic.Uint64 // the lease term whose first cycle this node published (lead)
+	mon           *lagMonitor   // nil in role ingest
 	cycleDeadline time.Duration
 }
 
