@@ -188,14 +188,15 @@ func run(ctx context.Context, o options) (*report, error) {
 	go func() { ticksDone <- driveTicks(tctx, sim, admin, o.tick) }()
 	t0 := time.Now()
 	sampleOnce := func() {
-		s, err := takeSample(node.Process.Pid, admin)
+		s, err := takeSample(node.Process.Pid, admin, dataDir)
 		if err != nil {
 			rep.notes = append(rep.notes, fmt.Sprintf("sample at %s: %v", time.Since(t0).Round(time.Second), err))
 			return
 		}
 		s.at = time.Since(t0)
 		rep.samples = append(rep.samples, s)
-		logStep("%4.0fs  rss %6.1f MB (anon %6.1f, file %6.1f)  heap %6.1f MB  goroutines %d", s.at.Seconds(), s.rssMB, s.anonMB, s.fileMB, s.heapMB, s.goroutines)
+		logStep("%4.0fs  rss %6.1f MB (anon %6.1f, file %6.1f: vlog %6.1f, sst %6.1f, mem %6.1f)  heap %6.1f MB  goroutines %d  disk badger %6.1f MB, nats %6.1f MB  gc rewrites %d",
+			s.at.Seconds(), s.rssMB, s.anonMB, s.fileMB, s.vlogMB, s.sstMB, s.memMB, s.heapMB, s.goroutines, s.badgerMB, s.natsMB, s.gcRewrites)
 	}
 	sampleOnce()
 	tk := time.NewTicker(o.sample)
@@ -502,14 +503,82 @@ type sample struct {
 	fileMB     float64 // RssFile: mapped files (Badger's value log, tables and memtables)
 	heapMB     float64 // go_memstats_heap_inuse_bytes
 	goroutines int
+	// Resident pages of Badger's mapped files by kind (/proc/PID/smaps):
+	// value log, tables, memtables.
+	vlogMB, sstMB, memMB float64
+	// Disk the data dir's two stores take (allocated blocks, not the
+	// apparent size: Badger's files are preallocated sparse).
+	badgerMB, natsMB float64
+	gcRewrites       int // marketd_views_value_log_gc_rewrites_total
 }
 
 var (
 	reHeap = regexp.MustCompile(`(?m)^go_memstats_heap_inuse_bytes ([0-9.e+]+)$`)
 	reGor  = regexp.MustCompile(`(?m)^go_goroutines ([0-9.e+]+)$`)
+	reGC   = regexp.MustCompile(`(?m)^marketd_views_value_log_gc_rewrites_total ([0-9.e+]+)$`)
 )
 
-func takeSample(pid int, admin string) (sample, error) {
+// mappedByKind sums the resident pages of the process's mappings of
+// Badger's files by kind, from /proc/PID/smaps.
+func mappedByKind(pid int) (vlog, sst, mem float64, err error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/smaps", pid))
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer f.Close()
+	return parseSmaps(f)
+}
+
+// parseSmaps is mappedByKind of an smaps text.
+func parseSmaps(r io.Reader) (vlog, sst, mem float64, err error) {
+	var cur *float64
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if k, v, ok := strings.Cut(line, ":"); ok && !strings.Contains(k, " ") && !strings.Contains(k, "-") {
+			if k == "Rss" && cur != nil {
+				kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+				*cur += kb / 1024
+			}
+			continue
+		}
+		// A mapping's header: address range, perms, offset, dev, inode, path.
+		fs := strings.Fields(line)
+		cur = nil
+		if len(fs) < 6 {
+			continue
+		}
+		switch filepath.Ext(fs[5]) {
+		case ".vlog":
+			cur = &vlog
+		case ".sst":
+			cur = &sst
+		case ".mem":
+			cur = &mem
+		}
+	}
+	return vlog, sst, mem, sc.Err()
+}
+
+// diskMB is the disk the files under dir take (allocated blocks).
+func diskMB(dir string) float64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		if fi, err := d.Info(); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				n += st.Blocks * 512
+			}
+		}
+		return nil
+	})
+	return float64(n) / (1 << 20)
+}
+
+func takeSample(pid int, admin, dataDir string) (sample, error) {
 	var s sample
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
@@ -550,6 +619,14 @@ func takeSample(pid int, admin string) (sample, error) {
 		v, _ := strconv.ParseFloat(string(m[1]), 64)
 		s.goroutines = int(v)
 	}
+	if m := reGC.FindSubmatch(b); m != nil {
+		v, _ := strconv.ParseFloat(string(m[1]), 64)
+		s.gcRewrites = int(v)
+	}
+	if s.vlogMB, s.sstMB, s.memMB, err = mappedByKind(pid); err != nil {
+		return s, err
+	}
+	s.badgerMB, s.natsMB = diskMB(filepath.Join(dataDir, "badger")), diskMB(filepath.Join(dataDir, "nats"))
 	return s, nil
 }
 

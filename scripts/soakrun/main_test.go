@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/xml"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,4 +72,29 @@ func TestReportVerdict(t *testing.T) {
 	var doc struct{ XMLName xml.Name }
 	require.NoError(t, xml.Unmarshal([]byte(mk(3).svg()), &doc))
 	assert.Equal(t, "svg", doc.XMLName.Local)
+}
+
+func TestParseSmaps(t *testing.T) {
+	smaps := `00400000-00c00000 r-xp 00000000 08:01 123 /usr/bin/marketd
+Size:               8192 kB
+Rss:                4096 kB
+7f0000000000-7f0010000000 rw-s 00000000 08:01 456 /d/badger/000001.vlog
+Size:             262144 kB
+Rss:               10240 kB
+Pss:               10240 kB
+7f0010000000-7f0010800000 r--s 00000000 08:01 457 /d/badger/000002.sst
+Rss:                2048 kB
+7f0020000000-7f0020800000 r--s 00000000 08:01 458 /d/badger/000003.sst
+Rss:                1024 kB
+7f0030000000-7f0034000000 rw-s 00000000 08:01 459 /d/badger/00004.mem
+Rss:                 512 kB
+7f0040000000-7f0050000000 rw-p 00000000 00:00 0
+Rss:              100000 kB
+VmFlags: rd wr mr mw me ac sd
+`
+	vlog, sst, mem, err := parseSmaps(strings.NewReader(smaps))
+	require.NoError(t, err)
+	assert.InDelta(t, 10, vlog, 1e-9)
+	assert.InDelta(t, 3, sst, 1e-9)
+	assert.InDelta(t, 0.5, mem, 1e-9)
 }

@@ -98,9 +98,10 @@ func (r *report) verdict() error {
 
 func (r *report) write(dir string) error {
 	var csv strings.Builder
-	csv.WriteString("seconds,rss_mb,rss_anon_mb,rss_file_mb,heap_inuse_mb,goroutines\n")
+	csv.WriteString("seconds,rss_mb,rss_anon_mb,rss_file_mb,heap_inuse_mb,goroutines,rss_vlog_mb,rss_sst_mb,rss_mem_mb,disk_badger_mb,disk_nats_mb,gc_rewrites\n")
 	for _, s := range r.samples {
-		fmt.Fprintf(&csv, "%.0f,%.1f,%.1f,%.1f,%.1f,%d\n", s.at.Seconds(), s.rssMB, s.anonMB, s.fileMB, s.heapMB, s.goroutines)
+		fmt.Fprintf(&csv, "%.0f,%.1f,%.1f,%.1f,%.1f,%d,%.1f,%.1f,%.1f,%.1f,%.1f,%d\n", s.at.Seconds(), s.rssMB, s.anonMB, s.fileMB, s.heapMB, s.goroutines,
+			s.vlogMB, s.sstMB, s.memMB, s.badgerMB, s.natsMB, s.gcRewrites)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "samples.csv"), []byte(csv.String()), 0o644); err != nil {
 		return err
@@ -136,6 +137,10 @@ func (r *report) write(dir string) error {
 		}
 		fmt.Fprintf(&b, "| RSS first / peak / last | %.0f / %.0f / %.0f MB |\n", first.rssMB, peak.rssMB, last.rssMB)
 		fmt.Fprintf(&b, "| RSS anonymous first / last; file-backed first / last | %.0f / %.0f; %.0f / %.0f MB |\n", first.anonMB, last.anonMB, first.fileMB, last.fileMB)
+		fmt.Fprintf(&b, "| RSS of mapped value log / tables / memtables, first / last | %.0f / %.0f / %.0f; %.0f / %.0f / %.0f MB |\n",
+			first.vlogMB, first.sstMB, first.memMB, last.vlogMB, last.sstMB, last.memMB)
+		fmt.Fprintf(&b, "| disk: views (badger/) first / last; streams (nats/) first / last | %.0f / %.0f; %.0f / %.0f MB |\n", first.badgerMB, last.badgerMB, first.natsMB, last.natsMB)
+		fmt.Fprintf(&b, "| value-log files rewritten by GC | %d |\n", last.gcRewrites-first.gcRewrites)
 		fmt.Fprintf(&b, "| Go heap in use first / last | %.0f / %.0f MB |\n", first.heapMB, last.heapMB)
 		fmt.Fprintf(&b, "| goroutines first / last | %d / %d |\n", first.goroutines, last.goroutines)
 	}
@@ -144,6 +149,13 @@ func (r *report) write(dir string) error {
 		anon, _ := r.slopeOf(func(s sample) float64 { return s.anonMB })
 		file, _ := r.slopeOf(func(s sample) float64 { return s.fileMB })
 		fmt.Fprintf(&b, "| slope after warm-up: RSS anonymous / file-backed | %+.2f / %+.2f MB/min |\n", anon, file)
+		vlog, _ := r.slopeOf(func(s sample) float64 { return s.vlogMB })
+		sst, _ := r.slopeOf(func(s sample) float64 { return s.sstMB })
+		mem, _ := r.slopeOf(func(s sample) float64 { return s.memMB })
+		fmt.Fprintf(&b, "| slope after warm-up: RSS of value log / tables / memtables | %+.2f / %+.2f / %+.2f MB/min |\n", vlog, sst, mem)
+		bd, _ := r.slopeOf(func(s sample) float64 { return s.badgerMB })
+		nd, _ := r.slopeOf(func(s sample) float64 { return s.natsMB })
+		fmt.Fprintf(&b, "| slope after warm-up: disk views / streams | %+.2f / %+.2f MB/min |\n", bd, nd)
 		fmt.Fprintf(&b, "| slope after warm-up: heap | %+.2f MB/min |\n", heap)
 		fmt.Fprintf(&b, "| slope after warm-up: goroutines | %+.1f /min |\n", gor)
 	}
