@@ -51,13 +51,14 @@ type Options struct {
 	// package comment).
 	SyncWrites bool
 	// MemTableSize is Badger's memtable size in bytes (it also bounds one
-	// transaction to about 15 % of it); 0 means 64 MiB (values over 64
-	// bytes live in the value log, so memtables hold keys and pointers).
-	// A store keeps two memtables: the one being written and the one
-	// being flushed.
+	// transaction to about 15 % of it: 2.4 MiB, some 29,000 entries, where
+	// one message writes at most a few thousand); 0 means 16 MiB (values
+	// over 64 bytes live in the value log, so memtables hold keys and
+	// pointers). A store keeps two memtables: the one being written and
+	// the one being flushed.
 	MemTableSize int64
 	// GCInterval is how often value-log space of rewritten views is
-	// reclaimed; 0 means 1 minute, negative disables it.
+	// reclaimed; 0 means 15 s, negative disables it.
 	GCInterval time.Duration
 	// GCShare bounds the background GC to about this fraction of one
 	// core: after rewriting a file it pauses for the rewrite's duration
@@ -67,8 +68,14 @@ type Options struct {
 	// does not pause.
 	GCShare float64
 	// ValueLogFileSize is the size of one value-log file, the unit GC
-	// rewrites; 0 means 128 MiB.
+	// rewrites; 0 means 64 MiB.
 	ValueLogFileSize int64
+	// LevelZeroTables is how many flushed memtables (level-0 tables)
+	// wait before compaction merges them down; 0 means 1. Badger learns
+	// which value-log bytes are garbage only when compaction drops the
+	// superseded versions, so this times MemTableSize bounds how much
+	// rewritten data the value log holds before GC can find it.
+	LevelZeroTables int
 	// Now is the clock token views are rendered by; nil means time.Now.
 	Now func() time.Time
 	// OnDamage, when set, is called with the damage (see Damaged) the
@@ -96,6 +103,7 @@ type Store struct {
 	gcStop, gcDone chan struct{}
 	stopGC         sync.Once
 	gcRuns         atomic.Int64 // value-log files rewritten by gcLoop
+	salesBytes     atomic.Int64 // bytes of sales (keys and values) committed since Open
 
 	flightMu sync.Mutex
 	flights  map[string]*pageFlight // page reads in progress, by cache key and generation
@@ -130,16 +138,19 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		opts.CacheBytes = 256 << 20
 	}
 	if opts.MemTableSize <= 0 {
-		opts.MemTableSize = 64 << 20
+		opts.MemTableSize = 16 << 20
 	}
 	if opts.ValueLogFileSize <= 0 {
-		opts.ValueLogFileSize = 128 << 20
+		opts.ValueLogFileSize = 64 << 20
+	}
+	if opts.LevelZeroTables <= 0 {
+		opts.LevelZeroTables = 1
 	}
 	if opts.GCShare <= 0 {
 		opts.GCShare = 0.25
 	}
 	if opts.GCInterval == 0 {
-		opts.GCInterval = time.Minute
+		opts.GCInterval = 15 * time.Second
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -156,15 +167,24 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	bo := badger.DefaultOptions(dir).
 		WithSyncWrites(opts.SyncWrites).
 		WithLogger(nil).
-		// Fewer, larger flushes mean less compaction (every flush adds a
-		// level-0 table that compaction merges down): at 100,000
-		// collections x 100 tokens a node applied 16 % more of its first
-		// cycle in 5 minutes with 64 MiB memtables than with 16 MiB, and
-		// compaction fell from 18 % to 12 % of its CPU. Two memtables
-		// instead of Badger's five keep their memory at 128 MiB (five of
-		// 16 MiB were 80 MiB); replays measured the same with two or five.
+		// Garbage in the value log is found only through compaction:
+		// Badger counts a value-log entry as discardable when compaction
+		// drops the key's superseded version, and GC rewrites only files
+		// it counted half garbage. With 64 MiB memtables merged down five
+		// at a time, compaction first ran after about 12 minutes of a
+		// 5,000-collection soak, so the value log (mapped, so resident)
+		// grew 150-210 MB/min meanwhile. 16 MiB memtables each merged
+		// down at once keep that lag to one small flush: the same soak
+		// levels off after 5 minutes (docs/operating.md). The price is
+		// more compaction: at 100,000 collections x 100 tokens a node
+		// applied 16 % more of its first cycle in 5 minutes with 64 MiB
+		// memtables than with 16 MiB (compaction 12 % of its CPU instead
+		// of 18 %), measured before level-0 tables were merged one by
+		// one. Two memtables instead of Badger's five; replays measured
+		// the same with two or five.
 		WithMemTableSize(opts.MemTableSize).
 		WithNumMemtables(2).
+		WithNumLevelZeroTables(opts.LevelZeroTables).
 		WithValueLogFileSize(opts.ValueLogFileSize).
 		// Nearly every value (views, inputs) lives in the value log; the
 		// LSM tree holds keys and value pointers. Compaction then moves
@@ -215,7 +235,9 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 // gcLoop reclaims value-log space every GCInterval: views are rewritten
 // every cycle, so without it the value log grows without bound. Each
 // round rewrites files while at least half of a file is garbage, paced to
-// GCShare of a core.
+// GCShare of a core. A round that finds nothing costs a look at Badger's
+// discard counts, so it runs often: a file becomes half garbage at a
+// compaction, and its space is returned at the next round.
 func (s *Store) gcLoop() {
 	defer close(s.gcDone)
 	if s.opts.GCInterval < 0 {
