@@ -39,6 +39,9 @@ type Tx struct {
 	// sale hashes it added when the collection had no sales committed
 	// before the transaction; nil (present) when it had some.
 	newSales map[string]map[[8]byte]struct{}
+	// salesBytes is what the sales AddSale stored take (keys and
+	// values), added to Store.salesBytes at the commit.
+	salesBytes int64
 }
 
 // Update runs fn in one read-write transaction and commits it when fn
@@ -70,6 +73,7 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	s.cache.invalidate(tx.touched, tx.aliases, tx.browse, tx.tokenWrites, tx.sales)
 	s.noteSales(tx.newSales)
 	s.noteRegistered(tx.regs)
+	s.salesBytes.Add(tx.salesBytes)
 	if tx.quote != nil {
 		// The new quote first, then a new cache generation: a reader that
 		// filled a view with the old quote cannot store it any more.
@@ -647,8 +651,10 @@ func (t *Tx) AddSale(cid string, row *readmodel.SaleRow, item []byte) (bool, err
 	} else if ok {
 		return false, nil
 	}
+	sk, sv := key(pSale, cid, string(suf)), saleValue(item)
 	t.set(dk, suf)
-	t.set(key(pSale, cid, string(suf)), saleValue(item))
+	t.set(sk, sv)
+	t.salesBytes += int64(len(dk) + len(suf) + len(sk) + len(sv))
 	t.sales = append(t.sales, cid)
 	return true, t.err
 }

@@ -53,6 +53,7 @@ type options struct {
 	maxSlope    float64
 	readyWait   time.Duration
 	extra       string
+	feedEvents  int
 }
 
 func main() {
@@ -60,19 +61,20 @@ func main() {
 	flag.StringVar(&o.bin, "marketd", "bin/marketd", "the marketd binary")
 	flag.StringVar(&o.out, "out", "", "output directory (default soak-results/<UTC time>)")
 	flag.DurationVar(&o.duration, "duration", 10*time.Minute, "how long wrk drives the node")
-	flag.DurationVar(&o.warmup, "warmup", 0, "samples before this are warm-up, left out of the slope (default a third of the duration, at most 3m)")
+	flag.DurationVar(&o.warmup, "warmup", 0, "samples before this are warm-up, left out of the slope (default half the duration, at most 5m: the superseded listing snapshots the store keeps for 5 minutes fill by then)")
 	flag.DurationVar(&o.sample, "sample", 10*time.Second, "sampling interval")
 	flag.IntVar(&o.collections, "collections", 5000, "simulated collections")
 	flag.IntVar(&o.tokens, "tokens", 40, "simulated tokens per collection")
 	flag.IntVar(&o.connections, "connections", 300, "wrk connections")
 	flag.IntVar(&o.threads, "threads", 2, "wrk threads")
 	flag.DurationVar(&o.tick, "tick", 5*time.Second, "interval of a simulator tick followed by an ingest cycle")
-	flag.Float64Var(&o.maxSlope, "max-slope", 5, "largest RSS slope after warm-up, MB/min, that passes")
+	flag.Float64Var(&o.maxSlope, "max-slope", 5, "largest RSS slope after warm-up, MB/min, beyond the growth of the sales history the store keeps, that passes")
 	flag.DurationVar(&o.readyWait, "ready-timeout", 5*time.Minute, "how long the node may take to become ready")
 	flag.StringVar(&o.extra, "marketd-args", "", "extra marketd flags, space-separated")
+	flag.IntVar(&o.feedEvents, "feed-events", 0, "marketd's --feed-events (change-feed events kept per collection); 0: marketd's default")
 	flag.Parse()
 	if o.warmup == 0 {
-		o.warmup = min(o.duration/3, 3*time.Minute)
+		o.warmup = min(o.duration/2, 5*time.Minute)
 	}
 	if o.out == "" {
 		o.out = filepath.Join("soak-results", time.Now().UTC().Format("20060102-150405"))
@@ -122,6 +124,9 @@ func run(ctx context.Context, o options) (*report, error) {
 		"--poll-interval", "24h", // cycles run when the driver asks (see driveTicks)
 		"--rate-list", "1000000000", "--rate-item", "1000000000",
 		"--cursor-key", "soak-cursor-key-0123456789abcdef", "--log-format", "json", "--log-level", "warn"}
+	if o.feedEvents > 0 {
+		args = append(args, "--feed-events", strconv.Itoa(o.feedEvents))
+	}
 	args = append(args, strings.Fields(o.extra)...)
 	logf, err := os.Create(filepath.Join(o.out, "marketd.log"))
 	if err != nil {
@@ -195,8 +200,8 @@ func run(ctx context.Context, o options) (*report, error) {
 		}
 		s.at = time.Since(t0)
 		rep.samples = append(rep.samples, s)
-		logStep("%4.0fs  rss %6.1f MB (anon %6.1f, file %6.1f: vlog %6.1f, sst %6.1f, mem %6.1f)  heap %6.1f MB  goroutines %d  disk badger %6.1f MB, nats %6.1f MB  gc rewrites %d",
-			s.at.Seconds(), s.rssMB, s.anonMB, s.fileMB, s.vlogMB, s.sstMB, s.memMB, s.heapMB, s.goroutines, s.badgerMB, s.natsMB, s.gcRewrites)
+		logStep("%4.0fs  rss %6.1f MB (anon %6.1f, file %6.1f: vlog %6.1f, sst %6.1f, mem %6.1f)  heap %6.1f MB  goroutines %d  disk badger %6.1f MB, nats %6.1f MB  gc rewrites %d  cpu %.0f s  sales +%.1f MB",
+			s.at.Seconds(), s.rssMB, s.anonMB, s.fileMB, s.vlogMB, s.sstMB, s.memMB, s.heapMB, s.goroutines, s.badgerMB, s.natsMB, s.gcRewrites, s.cpuSeconds, s.salesMB)
 	}
 	sampleOnce()
 	tk := time.NewTicker(o.sample)
@@ -509,13 +514,16 @@ type sample struct {
 	// Disk the data dir's two stores take (allocated blocks, not the
 	// apparent size: Badger's files are preallocated sparse).
 	badgerMB, natsMB float64
-	gcRewrites       int // marketd_views_value_log_gc_rewrites_total
+	gcRewrites       int     // marketd_views_value_log_gc_rewrites_total
+	cpuSeconds       float64 // the process's user and system CPU time so far
+	salesMB          float64 // marketd_views_sales_bytes_total: the sales history the store added
 }
 
 var (
-	reHeap = regexp.MustCompile(`(?m)^go_memstats_heap_inuse_bytes ([0-9.e+]+)$`)
-	reGor  = regexp.MustCompile(`(?m)^go_goroutines ([0-9.e+]+)$`)
-	reGC   = regexp.MustCompile(`(?m)^marketd_views_value_log_gc_rewrites_total ([0-9.e+]+)$`)
+	reHeap  = regexp.MustCompile(`(?m)^go_memstats_heap_inuse_bytes ([0-9.e+]+)$`)
+	reGor   = regexp.MustCompile(`(?m)^go_goroutines ([0-9.e+]+)$`)
+	reGC    = regexp.MustCompile(`(?m)^marketd_views_value_log_gc_rewrites_total ([0-9.e+]+)$`)
+	reSales = regexp.MustCompile(`(?m)^marketd_views_sales_bytes_total ([0-9.e+]+)$`)
 )
 
 // mappedByKind sums the resident pages of the process's mappings of
@@ -559,6 +567,25 @@ func parseSmaps(r io.Reader) (vlog, sst, mem float64, err error) {
 		}
 	}
 	return vlog, sst, mem, sc.Err()
+}
+
+// cpuSeconds is the user and system CPU time of process pid
+// (/proc/PID/stat, in clock ticks of 1/100 s).
+func cpuSeconds(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The fields after the command (in parentheses, which may hold spaces):
+	// state is field 3, utime 14 and stime 15.
+	i := strings.LastIndexByte(string(b), ')')
+	fs := strings.Fields(string(b[i+1:]))
+	if len(fs) < 13 {
+		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	u, _ := strconv.ParseFloat(fs[11], 64)
+	st, _ := strconv.ParseFloat(fs[12], 64)
+	return (u + st) / 100, nil
 }
 
 // diskMB is the disk the files under dir take (allocated blocks).
@@ -622,6 +649,13 @@ func takeSample(pid int, admin, dataDir string) (sample, error) {
 	if m := reGC.FindSubmatch(b); m != nil {
 		v, _ := strconv.ParseFloat(string(m[1]), 64)
 		s.gcRewrites = int(v)
+	}
+	if m := reSales.FindSubmatch(b); m != nil {
+		v, _ := strconv.ParseFloat(string(m[1]), 64)
+		s.salesMB = v / (1 << 20)
+	}
+	if s.cpuSeconds, err = cpuSeconds(pid); err != nil {
+		return s, err
 	}
 	if s.vlogMB, s.sstMB, s.memMB, err = mappedByKind(pid); err != nil {
 		return s, err

@@ -63,6 +63,15 @@ func TestReportVerdict(t *testing.T) {
 	}
 	assert.NoError(t, mk(0).verdict())
 	assert.ErrorContains(t, mk(20).verdict(), "RSS grows")
+	withSales := func(grow, sales float64) *report {
+		r := mk(grow)
+		for i := range r.samples {
+			r.samples[i].salesMB = sales * r.samples[i].at.Minutes()
+		}
+		return r
+	}
+	assert.NoError(t, withSales(9, 6).verdict(), "the sales history the store must keep is growth by design")
+	assert.ErrorContains(t, withSales(20, 6).verdict(), "beyond the sales history")
 	r := mk(0)
 	r.wrk.non2xx = 1
 	assert.ErrorContains(t, r.verdict(), "non-2xx")
