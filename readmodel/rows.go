@@ -205,3 +205,7 @@ func TokenBucket(tokenKey string, n int) uint32 {
 // USDRates maps a currency symbol (SOL, ETH, APE, MATIC) to the USD price of
 // one whole unit. A currency absent from the map has no rate.
 type USDRates map[string]float64
+
+// SameBps reports whether two basis-point values (a collection's
+// royaltyBps; nil: unknown) are both unknown or equal.
+func SameBps(a, b *int64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }

@@ -339,9 +339,6 @@ func (a *applier) putStatus(src readmodel.Source, cid string, st statusInput) {
 
 func failed(s *statusInput) bool { return s != nil && !s.Status.OK }
 
-// sameBps reports whether two royalties are both unknown or equal.
-func sameBps(a, b *int64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
-
 // apply applies msg (state stream sequence seq, or sales) and re-renders
 // what it touches (or, deferred, marks it for flush); a change that
 // concerns every collection queues a full re-render job.
@@ -365,7 +362,7 @@ func (a *applier) apply(msg *readmodel.Message) error {
 		if old != nil {
 			oldAliases, oldRoyalty = aliases(old), old.RoyaltyBps
 		}
-		if !sameBps(oldRoyalty, doc.RoyaltyBps) {
+		if !readmodel.SameBps(oldRoyalty, doc.RoyaltyBps) {
 			a.tx.RoyaltyChanged(cid) // token views charge it in their listing's fees
 		}
 		a.tx.SetAliases(cid, oldAliases, aliases(&doc))

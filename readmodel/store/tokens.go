@@ -82,7 +82,7 @@ func (s *Store) Token(ctx context.Context, chain readmodel.Chain, address, token
 			if err != nil {
 				return render.TokenView{}, err
 			}
-			if sameBps(royalty, ct.royalty) {
+			if readmodel.SameBps(royalty, ct.royalty) {
 				ct.view.Until = ct.until
 				return ct.view, nil
 			}
@@ -206,9 +206,6 @@ func (t *Tx) RoyaltyChanged(cid string) {
 	t.touched = append(t.touched, royaltyKey(cid))
 	t.tokenWrites = true
 }
-
-// sameBps reports whether two royalties are both unknown or equal.
-func sameBps(a, b *int64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 
 // cheaper reports whether a's ask is below b's (exact; uninterpretable
 // prices never win), ties by order id.
