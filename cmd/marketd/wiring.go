@@ -85,7 +85,12 @@ func openAndServe(ctx context.Context, n *node, cfg config.Config, log zerolog.L
 	// which heal themselves when their files are damaged (heal.go).
 	var hv *healer
 	if want.api {
-		hv = newHealer(cfg.DataDir, js, store.Options{GCShare: cfg.ViewsGCShare, FeedEvents: cfg.FeedEvents}, projector.Options{RowRetention: cfg.RowRetention}, reg, log)
+		hv = newHealer(cfg.DataDir, js, store.Options{GCShare: cfg.ViewsGCShare, FeedEvents: cfg.FeedEvents}, projector.Options{
+			RowRetention: cfg.RowRetention,
+			// `all` on its embedded server is ready once its first
+			// cycle is projected: until then a cold start holds renders.
+			HoldFirstCycle: want.ingest && want.embedded,
+		}, reg, log)
 		registerStoreMetrics(reg, hv)
 		api, err := httpapi.New(httpapi.Config{
 			RateList: cfg.RateList, RateItem: cfg.RateItem, RateIPv6Prefix: cfg.RateIPv6Prefix,

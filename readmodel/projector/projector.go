@@ -60,6 +60,15 @@ type Options struct {
 	// RerenderBatch is how many collections one transaction of a full
 	// re-render (after a source-wide status) covers. 0 means 16.
 	RerenderBatch int
+	// HoldFirstCycle says the node is not ready before a full ingest
+	// cycle has been projected (`marketd all`), so a cold start on
+	// streams that are empty at Open holds renders until that cycle ends
+	// (coldstart.go). Without it such a node counts as caught up at once,
+	// and renders as it applies.
+	HoldFirstCycle bool
+	// ColdIdle is how long a cold start (coldstart.go) that holds renders
+	// waits for a message before it renders them anyway. 0 means 3 s.
+	ColdIdle time.Duration
 	// OnDamage, when set, is called (from the background loop) with an
 	// apply or sweep error that says the store is damaged
 	// (store.Damaged), a panic in either included. The loop keeps
@@ -96,9 +105,13 @@ type Projector struct {
 	opened  bool
 	changed chan struct{}
 
-	// held, during a replay build, collects collection renders until the
-	// end of the build (see renderHeldLocked); nil otherwise.
+	// held, during a replay build or a cold start, collects collection
+	// renders until its end (see renderHeldLocked); nil otherwise.
 	held *pending
+	cold cold // a cold start (coldstart.go); guarded by applyMu
+	// lastApply is when a batch was last applied (UnixNano), for a cold
+	// start's idle end.
+	lastApply atomic.Int64
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -139,6 +152,9 @@ func New(js jetstream.JetStream, st *store.Store, opts Options, log zerolog.Logg
 	if opts.RerenderBatch <= 0 {
 		opts.RerenderBatch = 16
 	}
+	if opts.ColdIdle <= 0 {
+		opts.ColdIdle = 3 * time.Second
+	}
 	return &Projector{js: js, st: st, opts: opts, log: log.With().Str("component", "projector").Logger(), changed: make(chan struct{})}
 }
 
@@ -161,6 +177,10 @@ func (p *Projector) Open(ctx context.Context) error {
 	if err := p.runJob(ctx); err != nil {
 		return err
 	}
+	if err := p.startCold(ctx); err != nil {
+		return err
+	}
+	p.lastApply.Store(time.Now().UnixNano())
 	for i := range p.iters {
 		if err := p.startIter(ctx, i); err != nil {
 			p.stopIters()
@@ -389,6 +409,10 @@ func (p *Projector) consume(ctx context.Context, i int) {
 				// Sequences that are gone (a damaged or purged stream,
 				// or one that re-issued them) are passed over and
 				// recorded instead (skipGone).
+				if err := p.endColdIdle(ctx); err != nil {
+					p.damaged(err)
+					log.Error().Err(err).Msg("render the views held by the cold start")
+				}
 				if idle++; idle%stallChecks == 0 {
 					if moved, err := p.skipGone(ctx, i); err == nil && moved {
 						continue
@@ -577,8 +601,14 @@ func (p *Projector) applyDecoded(ctx context.Context, i int, ds []decoded) (int,
 	if err := p.applyLocked(ctx, i, fresh); err != nil {
 		return 0, err
 	}
+	p.lastApply.Store(time.Now().UnixNano())
 	if err := p.runJobLocked(ctx); err != nil {
 		return 0, err
+	}
+	if p.coldEnds(fresh) {
+		if err := p.endColdLocked(ctx); err != nil {
+			return 0, err
+		}
 	}
 	p.checkDelivered(i, from, fresh)
 	for _, d := range fresh {
@@ -597,6 +627,7 @@ func (p *Projector) applyLocked(ctx context.Context, i int, ds []decoded) error 
 	apply := func(part []decoded, drained bool) error {
 		var rows int64
 		err := p.st.Update(ctx, func(tx *store.Tx) error {
+			p.markCold(tx)
 			a := &applier{tx: tx, retention: p.opts.RowRetention, deferred: true, coll: p.held, held: p.held != nil, drained: drained}
 			for _, d := range part {
 				if d.msg == nil {
@@ -632,6 +663,7 @@ func (p *Projector) applyLocked(ctx context.Context, i int, ds []decoded) error 
 		if err == nil {
 			p.rows.Add(rows)
 			p.pos[i] = part[len(part)-1].sp
+			p.cold.marked = p.cold.marked || p.cold.on
 		}
 		return err
 	}
