@@ -75,11 +75,14 @@ type applier struct {
 	retention time.Duration
 	seq       uint64
 	version   uint64
-	books     map[string]*rowsInput                        // listing rows read or written in this transaction, by source and collection
-	toks      map[string]*store.TokenRecord                // token records read or written in this transaction (nil: none)
-	statuses  map[string]*statusInput                      // stored statuses read or written in this transaction, by source and collection
-	docs      map[string]*readmodel.CollectionDoc          // collection documents read or written in this transaction (nil: none)
-	natives   map[string]map[string][]readmodel.ListingRow // per collection: its order book's live native rows by token key
+	books     map[string]*rowsInput         // listing rows read or written in this transaction, by source and collection
+	toks      map[string]*store.TokenRecord // token records read or written in this transaction (nil: none)
+	// bucketToks holds, per collection|bucket, the tokens applyTokens wrote
+	// in this transaction (noteBucketToken).
+	bucketToks map[string]map[string]bool
+	statuses   map[string]*statusInput                      // stored statuses read or written in this transaction, by source and collection
+	docs       map[string]*readmodel.CollectionDoc          // collection documents read or written in this transaction (nil: none)
+	natives    map[string]map[string][]readmodel.ListingRow // per collection: its order book's live native rows by token key
 
 	// deferred collects what a batch of messages touches and renders it
 	// once, in flush, instead of after every message. held (a replay

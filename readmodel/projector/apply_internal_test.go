@@ -94,10 +94,68 @@ func applyDeferred(t *testing.T, st *store.Store, seq uint64, msg *readmodel.Mes
 	return collections, tokens
 }
 
+// TestBucketInOneTransaction: the messages of a batch are applied in one
+// transaction, and the token records they write reach the token blocks
+// only at its flush; a later message of the same bucket still deletes
+// the tokens an earlier one wrote and it no longer lists (and only its
+// collection's).
+func TestBucketInOneTransaction(t *testing.T) {
+	t0 := time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)
+	bucket := func(cid string, b, n uint32, ids ...string) *readmodel.Message {
+		var docs []readmodel.TokenDoc
+		for _, id := range ids {
+			docs = append(docs, readmodel.TokenDoc{Chain: readmodel.Ethereum, ContractAddress: "0xc0", TokenID: id, CollectionID: cid, OwnerAddress: "0xa"})
+		}
+		return &readmodel.Message{Kind: readmodel.KindTokens, CollectionID: cid, Bucket: b, Buckets: n, ObservedAt: t0, Tokens: docs}
+	}
+	const c, other = "ethereum_0xc0", "ethereum_other"
+	tests := []struct {
+		name string
+		msgs []*readmodel.Message
+		live []string
+		gone []string
+	}{
+		{name: "dropped by the next message of its bucket",
+			msgs: []*readmodel.Message{bucket(c, 0, 1, "1", "2"), bucket(c, 0, 1, "1")},
+			live: []string{"1"}, gone: []string{"2"}},
+		{name: "its bucket emptied",
+			msgs: []*readmodel.Message{bucket(c, 0, 1, "1", "2"), bucket(c, 0, 1)},
+			gone: []string{"1", "2"}},
+		{name: "moved to a new bucket, then dropped by its old one",
+			msgs: []*readmodel.Message{bucket(c, 0, 1, "1", "2"), bucket(c, 1, 2, "2"), bucket(c, 0, 2, "1")},
+			live: []string{"1", "2"}},
+		{name: "another collection's tokens at the address stay",
+			msgs: []*readmodel.Message{bucket(c, 0, 1, "1", "2"), bucket(other, 0, 1, "10"), bucket(c, 0, 1, "1")},
+			live: []string{"1", "10"}, gone: []string{"2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := mustStore(t)
+			require.NoError(t, st.Update(context.Background(), func(tx *store.Tx) error {
+				a := &applier{tx: tx, now: t0, seq: 1, deferred: true}
+				for _, m := range tt.msgs {
+					if err := a.apply(m); err != nil {
+						return err
+					}
+				}
+				return a.flush()
+			}))
+			for _, id := range tt.live {
+				_, err := st.Token(context.Background(), readmodel.Ethereum, "0xc0", id)
+				assert.NoError(t, err, "token %s", id)
+			}
+			for _, id := range tt.gone {
+				_, err := st.Token(context.Background(), readmodel.Ethereum, "0xc0", id)
+				assert.Equal(t, readmodel.NotFound, readmodel.ErrorCode(err), "token %s", id)
+			}
+		})
+	}
+}
+
 // TestUnchangedTokenDocsAreNotRendered: a bucket is republished whenever
 // one of its tokens changed; only tokens whose document changed are
-// rendered again, whether the bucket decides from the hashes it stored
-// (its bucket count unchanged) or from the tokens' records (count unknown).
+// rendered again (the tokens' records decide, with a bucket count or
+// without one).
 func TestUnchangedTokenDocsAreNotRendered(t *testing.T) {
 	for _, buckets := range []uint32{0, 1} {
 		t.Run(fmt.Sprintf("bucket count %d", buckets), func(t *testing.T) {

@@ -22,7 +22,7 @@ import (
 // (Token records and listing rows are binary: TestTokenRecordRoundTrip,
 // TestRowsRecordRoundTrip.)
 func TestStoredInputsDecodeAsStd(t *testing.T) {
-	types := []any{statusInput{}, lastGood{}, job{}, tokenBucket{}, feedState{},
+	types := []any{statusInput{}, lastGood{}, job{}, feedState{},
 		readmodel.Analytics{}, readmodel.CollectionDoc{}, readmodel.CollectionStats{}, readmodel.USDRates{}, store.StreamPos{}}
 	r := rand.New(rand.NewSource(20261123))
 	for _, typ := range types {

@@ -529,6 +529,51 @@ func TestTokensMovingBetweenBuckets(t *testing.T) {
 	}
 }
 
+// TestTokensOfCollectionsSharingAnAddress: two collections whose tokens
+// share a contract address (and bucket numbers) keep their own tokens: a
+// bucket that drops or empties deletes only its collection's.
+func TestTokensOfCollectionsSharingAnAddress(t *testing.T) {
+	const other = "ethereum_other"
+	bucket := func(c string, ids ...string) *readmodel.Message {
+		docs := []readmodel.TokenDoc{}
+		for _, id := range ids {
+			docs = append(docs, readmodel.TokenDoc{Chain: readmodel.Ethereum, ContractAddress: contract, TokenID: id, CollectionID: c, OwnerAddress: "0xholder"})
+		}
+		return &readmodel.Message{Kind: readmodel.KindTokens, CollectionID: c, Bucket: 0, Buckets: 1, Tokens: docs}
+	}
+	tests := []struct {
+		name string
+		msgs []*readmodel.Message
+		live []string
+		gone []string
+	}{
+		{name: "one drops a token",
+			msgs: []*readmodel.Message{bucket(cid, "1", "2"), bucket(other, "10", "11"), bucket(cid, "1")},
+			live: []string{"1", "10", "11"}, gone: []string{"2"}},
+		{name: "one empties its bucket",
+			msgs: []*readmodel.Message{bucket(cid, "1", "2"), bucket(other, "10", "11"), bucket(other)},
+			live: []string{"1", "2"}, gone: []string{"10", "11"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := mustEnv(t)
+			ctx := context.Background()
+			e.run(docMsg(evmDoc(cid, readmodel.Ethereum, contract)))
+			for _, m := range tt.msgs {
+				e.run(m)
+			}
+			for _, id := range tt.live {
+				_, err := e.st.Token(ctx, readmodel.Ethereum, contract, id)
+				assert.NoError(t, err, "token %s", id)
+			}
+			for _, id := range tt.gone {
+				_, err := e.st.Token(ctx, readmodel.Ethereum, contract, id)
+				assert.Equal(t, readmodel.NotFound, readmodel.ErrorCode(err), "token %s", id)
+			}
+		})
+	}
+}
+
 // TestNewBucketTokenMoves: a token first listed by a new bucket gets its
 // view, and when another new bucket lists it again (the collection
 // re-bucketed) the view follows the new document: its overlay shows until
@@ -563,14 +608,15 @@ func TestNewBucketTokenMoves(t *testing.T) {
 // TestRepublishedBucketKeepsUnchangedRecords: a bucket republished because
 // one of its tokens changed rewrites that token's record and view only;
 // the others keep the record their view was rendered from (observation
-// time included), whether the bucket's hashes decide or the records do.
+// time included), with a bucket count or without one (the records'
+// hashes decide either way).
 func TestRepublishedBucketKeepsUnchangedRecords(t *testing.T) {
 	tests := []struct {
 		name    string
-		buckets uint32 // 0: a message without a bucket count, so the records decide
+		buckets uint32 // 0: a message without a bucket count
 	}{
-		{"hashes decide", 1},
-		{"records decide", 0},
+		{"with a bucket count", 1},
+		{"without a bucket count", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

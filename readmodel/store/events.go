@@ -17,13 +17,15 @@ import (
 // by replay from the compacted state stream saw fewer messages than one
 // that ran live, so its history is shorter; the views are the same).
 //
-//	e/e/<cid><seq>  one event: type bit, uvarint length and event id, then its
-//	                JSON as an S2 block against eventDict
-//	e/s/<cid>       the collection's feed head (first and next seq) and the
-//	                projector's state (its last listing set), packed
+//	e/e/<cid><k>  the events seq k*feedBlock+1 .. (k+1)*feedBlock, a block
+//	              (evblock.go): k big-endian, 8 bytes
+//	e/s/<cid>     the collection's feed head (first and next seq) and the
+//	              projector's state (its last listing set), packed
 //
-// seq is a per-collection counter from 1, big-endian, so a collection's
-// events are in key order and a page is a range that never changes.
+// seq is a per-collection counter from 1, so a collection's blocks are in
+// key order and a page is a range that never changes. A block may hold
+// events below the head's first (retention drops whole blocks only);
+// reads skip them.
 var (
 	pEvent = []byte("e/e/")
 	pFeed  = []byte("e/s/")
@@ -52,10 +54,6 @@ type NewEvent struct {
 	Body []byte
 }
 
-func eventKey(cid string, seq uint64) []byte {
-	return binary.BigEndian.AppendUint64(key(pEvent, cid, ""), seq)
-}
-
 // FeedState returns collection cid's feed head and the state the
 // projector stored with it (nil when none).
 func (t *Tx) FeedState(cid string) (FeedHead, []byte, error) {
@@ -77,28 +75,66 @@ func (t *Tx) FeedState(cid string) (FeedHead, []byte, error) {
 // AppendEvents appends events to collection cid's feed, whose head was h,
 // drops the events beyond the retention (Options.FeedEvents) and returns
 // the new head, which the caller stores with PutFeedState in the same
-// transaction.
+// transaction. Of a longer append only the last are written; a block
+// wholly below the new head's first is deleted, one partly below it kept.
+// An append to the open block adds a segment to it, and compresses the
+// block again as one when the append fills it (evblock.go). A stored
+// block that does not match h is the transaction's error (damage).
 func (t *Tx) AppendEvents(cid string, h FeedHead, events []NewEvent) FeedHead {
 	keep := t.s.feedEvents()
 	next := h.Next + uint64(len(events))
 	first := max(h.First, next-min(next-1, keep))
-	for ; h.First < first; h.First++ {
-		if h.First < h.Next { // an event written before; the new ones below first are never written
-			t.del(eventKey(cid, h.First))
+	had := h.First < h.Next // events were stored before: blocks blockOf(h.First)..blockOf(h.Next-1)
+	if had {
+		for k := blockOf(h.First); k <= blockOf(h.Next-1) && k < blockOf(first); k++ {
+			t.del(blockKey(cid, k))
 		}
 	}
-	for _, e := range events {
-		if h.Next >= first {
-			body := eventDict.Encode(nil, e.Body)
-			v := make([]byte, 0, 1+binary.MaxVarintLen64+len(e.ID)+len(body))
-			v = append(v, e.Type)
-			v = lp(v, e.ID)
-			t.set(eventKey(cid, h.Next), append(v, body...))
+	w := max(h.Next, first) // the first event written; those below first are not
+	for evs := events[w-h.Next:]; len(evs) > 0; {
+		k, off := blockOf(w), (w-1)%feedBlock
+		n := min(uint64(len(evs)), feedBlock-off)
+		var v []byte
+		if had && w == h.Next && off > 0 {
+			// The open block holds h.Next-1 (kept: it is not below first's
+			// block): add a segment.
+			old, ok, err := t.getRaw(blockKey(cid, k))
+			if err != nil {
+				t.err = errors.Join(t.err, err)
+				return FeedHead{First: first, Next: next}
+			}
+			start, stored, shapeOK := blockShape(old)
+			if !ok || !shapeOK || start+stored != off {
+				t.err = errors.Join(t.err, errCorruptBlock())
+				return FeedHead{First: first, Next: next}
+			}
+			v = appendSegment(old, evs[:n])
+			if off+n == feedBlock {
+				v = t.sealBlock(v) // segs+1 segments: one now
+			}
+		} else {
+			v = newBlock(off, evs[:n])
 		}
-		h.Next++
+		t.set(blockKey(cid, k), v)
+		evs, w = evs[n:], w+n
 	}
 	t.sales = append(t.sales, feedFamily(cid)) // cached pages of this feed are stale after the commit
-	return h
+	return FeedHead{First: first, Next: next}
+}
+
+// sealBlock returns full block v compressed as one segment; when v does
+// not decode (damage) it returns v and that is the transaction's error.
+func (t *Tx) sealBlock(v []byte) []byte {
+	start, stored, err := decodeBlock(v)
+	if err != nil {
+		t.err = errors.Join(t.err, err)
+		return v
+	}
+	evs := make([]NewEvent, len(stored))
+	for i, e := range stored {
+		evs[i] = NewEvent{Type: e.typ, ID: e.id, Body: e.body}
+	}
+	return newBlock(start, evs)
 }
 
 // FeedRetention is how many events of each collection the store keeps
@@ -114,24 +150,15 @@ func (t *Tx) PutFeedState(cid string, h FeedHead, state []byte) {
 	t.set(key(pFeed, cid), append(v, packInput(state)...))
 }
 
-// decodeEvent splits a stored event into its type bit, id and body.
-func decodeEvent(v []byte) (uint8, string, []byte, bool) {
-	if len(v) < 2 {
-		return 0, "", nil, false
-	}
-	n, w := binary.Uvarint(v[1:])
-	if w <= 0 || uint64(len(v)-1-w) < n {
-		return 0, "", nil, false
-	}
-	return v[0], string(v[1+w : 1+w+int(n)]), v[1+w+int(n):], true
-}
-
 // Events returns up to limit events of collection cid, oldest first,
 // after the event at seq after whose id is afterID (after 0: from the
 // oldest kept), keeping only the types whose bits are set in types (0:
 // every type). A position that no longer resolves is BadRequest: older
 // than the retention (the message names the oldest event kept), or not
-// the event it was minted for (a rebuilt feed).
+// the event it was minted for (a rebuilt feed). A block that does not
+// decode, or lacks an event the head says is kept, is an Internal
+// "corrupt event block" error (Damaged), never a panic. Events is safe
+// for concurrent use.
 //
 // Pages are cached until the collection's feed next changes (the head
 // page too: it is the one pollers ask for again and again).
@@ -166,57 +193,34 @@ func (s *Store) Events(ctx context.Context, cid string, after uint64, afterID st
 		} else if !errors.Is(err, badger.ErrKeyNotFound) {
 			return err
 		}
+		blocks := blockReader{txn: txn, cid: cid, head: h}
 		if after != 0 {
 			if after >= h.Next {
 				return readmodel.Errorf(readmodel.BadRequest, "cursor does not resolve on this node's feed; restart without a cursor")
 			}
 			if after+1 < h.First {
-				return s.tooOld(txn, cid, h)
+				return s.tooOld(&blocks, h)
 			}
 			if after >= h.First {
-				it, err := txn.Get(eventKey(cid, after))
+				e, err := blocks.event(after)
 				if err != nil {
 					return err
 				}
-				var id string
-				if err := it.Value(func(v []byte) error {
-					_, id, _, _ = decodeEvent(v)
-					return nil
-				}); err != nil {
-					return err
-				}
-				if id != afterID {
+				if e.id != afterID {
 					return readmodel.Errorf(readmodel.BadRequest, "cursor does not resolve on this node's feed; restart without a cursor")
 				}
 			}
 		}
 		page.Last, page.LastID = after, afterID
-		prefix := key(pEvent, cid, "")
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: min(limit, 100)})
-		defer it.Close()
-		for it.Seek(eventKey(cid, max(after+1, h.First))); it.ValidForPrefix(prefix); it.Next() {
-			k := it.Item().Key()
-			if len(k) != len(prefix)+8 {
-				continue
-			}
-			seq := binary.BigEndian.Uint64(k[len(prefix):])
-			err := it.Item().Value(func(v []byte) error {
-				typ, id, packed, ok := decodeEvent(v)
-				if !ok {
-					return readmodel.Errorf(readmodel.Internal, "corrupt event")
-				}
-				page.Last, page.LastID = seq, id
-				if types == 0 || typ&types != 0 {
-					body, ok := decodeBounded(packed, maxEventBody, eventDict.Decode)
-					if !ok {
-						return readmodel.Errorf(readmodel.Internal, "corrupt event")
-					}
-					page.Items = append(page.Items, body)
-				}
-				return nil
-			})
+		for seq := max(after+1, h.First); seq < h.Next; seq++ {
+			e, err := blocks.event(seq)
 			if err != nil {
 				return err
+			}
+			page.Last, page.LastID = seq, e.id
+			if types == 0 || e.typ&types != 0 {
+				// A copy: a cached page must not hold the whole decoded block.
+				page.Items = append(page.Items, append([]byte(nil), e.body...))
 			}
 			if len(page.Items) == limit {
 				page.Full = true
@@ -232,14 +236,60 @@ func (s *Store) Events(ctx context.Context, cid string, after uint64, afterID st
 	return page, nil
 }
 
-// tooOld is the BadRequest for a position older than the retention.
-func (s *Store) tooOld(txn *badger.Txn, cid string, h FeedHead) error {
+// tooOld is the BadRequest for a position older than the retention; it
+// names the oldest event kept (h.First), or says nothing of it when that
+// does not read.
+func (s *Store) tooOld(blocks *blockReader, h FeedHead) error {
 	var id string
-	if it, err := txn.Get(eventKey(cid, h.First)); err == nil {
-		_ = it.Value(func(v []byte) error {
-			_, id, _, _ = decodeEvent(v)
-			return nil
-		})
+	if e, err := blocks.event(h.First); err == nil {
+		id = e.id
 	}
 	return readmodel.Errorf(readmodel.BadRequest, "cursor is older than the %d events kept per collection; the oldest available is eventId %q: restart without a cursor", s.feedEvents(), id)
+}
+
+// blockReader reads the events of a collection's feed through a read
+// transaction, keeping the last block it decoded. It is not safe for
+// concurrent use.
+type blockReader struct {
+	txn    *badger.Txn
+	cid    string
+	head   FeedHead // the events the blocks must hold
+	k      uint64   // the block in evs, when loaded
+	start  uint64
+	evs    []storedEvent
+	loaded bool
+}
+
+// event returns event seq, which the feed's head says is stored: a block
+// that is missing or does not hold every event of it the head says is
+// stored is damage (errCorruptBlock), like one that does not decode.
+func (r *blockReader) event(seq uint64) (*storedEvent, error) {
+	k := blockOf(seq)
+	if !r.loaded || r.k != k {
+		r.loaded = false
+		it, err := r.txn.Get(blockKey(r.cid, k))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil, errCorruptBlock()
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := it.Value(func(v []byte) error {
+			r.start, r.evs, err = decodeBlock(v)
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		base := k * feedBlock // seq base+1 is the block's first
+		lo, hi := max(r.head.First, base+1), min(r.head.Next-1, base+feedBlock)
+		if base+1+r.start > lo || base+r.start+uint64(len(r.evs)) < hi {
+			return nil, errCorruptBlock()
+		}
+		r.k, r.loaded = k, true
+	}
+	i := (seq-1)%feedBlock - r.start // wraps when seq is before the block's start
+	if i >= uint64(len(r.evs)) {
+		return nil, errCorruptBlock()
+	}
+	return &r.evs[i], nil
 }

@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
@@ -93,16 +95,30 @@ func TestEvents(t *testing.T) {
 	p, err = s.Events(ctx, "long", 0, "", 10, 0)
 	require.NoError(t, err)
 	assert.Equal(t, []string{`{"seq":8}`, `{"seq":9}`, `{"seq":10}`, `{"seq":11}`, `{"seq":12}`}, strs(p.Items))
-	n := 0
+	assert.Equal(t, []uint64{8, 9, 10, 11, 12}, storedSeqs(t, s, "long"), "no event beyond the retention is stored")
+}
+
+// storedSeqs is the seqs of the events cid's blocks hold, in key order.
+func storedSeqs(t *testing.T, s *Store, cid string) []uint64 {
+	t.Helper()
+	var seqs []uint64
+	prefix := key(pEvent, cid, "")
 	require.NoError(t, s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: key(pEvent, "long", "")})
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
-			n++
+			k := binary.BigEndian.Uint64(it.Item().Key()[len(prefix):])
+			v, err := it.Item().ValueCopy(nil)
+			require.NoError(t, err)
+			start, evs, err := decodeBlock(v)
+			require.NoError(t, err)
+			for i := range evs {
+				seqs = append(seqs, k*feedBlock+start+uint64(i)+1)
+			}
 		}
 		return nil
 	}))
-	assert.Equal(t, 5, n, "no event beyond the retention is stored")
+	return seqs
 }
 
 func strs(bs [][]byte) []string {
@@ -133,4 +149,251 @@ func TestEventPagesCachedUntilTheFeedMoves(t *testing.T) {
 	assert.True(t, cached, "another feed's append keeps it")
 	appendN(t, s, "c", 2)
 	assert.Equal(t, []string{`{"seq":2}`, `{"seq":3}`, `{"seq":4}`}, head(), "an append is served at once")
+}
+
+// seqOf is the seq appendN wrote into body b.
+func seqOf(t *testing.T, b []byte) uint64 {
+	t.Helper()
+	s := strings.TrimSuffix(strings.TrimPrefix(string(b), `{"seq":`), "}")
+	n, err := strconv.ParseUint(s, 10, 64)
+	require.NoError(t, err, "body %s", b)
+	return n
+}
+
+// TestEventWalksAcrossBlocks: a poller that follows the feed's cursor
+// after every append sees every event of its types once, in order, across
+// block boundaries and while the retention drops the front of a block (a
+// cursor the retention overtook is 400 naming the oldest event kept); a
+// walk from any block edge resumes right after it; and no block wholly
+// below the oldest event kept is stored.
+func TestEventWalksAcrossBlocks(t *testing.T) {
+	sales := render.EventTypeBit(render.EventSale) // appendN: odd seqs
+	cases := []struct {
+		name    string
+		keep    int
+		appends []int
+		limit   int
+		types   uint8
+	}{
+		{name: "within one block", keep: 100, appends: []int{10, 20}, limit: 7},
+		{name: "appends straddle block edges", keep: 1000, appends: []int{63, 1, 1, 64, 65, 2}, limit: 25},
+		{name: "retention drops part of a block", keep: 100, appends: []int{70, 70, 70, 1}, limit: 25},
+		{name: "retention at a block edge", keep: feedBlock, appends: []int{feedBlock, feedBlock, 1, feedBlock - 1}, limit: 10},
+		{name: "an append longer than the retention", keep: 100, appends: []int{5, 300, 3}, limit: feedBlock},
+		{name: "pages of one", keep: 70, appends: []int{130, 1, 60}, limit: 1},
+		{name: "pages of a hundred, sales only", keep: 100, appends: []int{70, 70, 70}, limit: 100, types: sales},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := mustOpen(t)
+			s.opts.FeedEvents = tc.keep
+			ctx := context.Background()
+			wanted := func(seq uint64) bool { return tc.types == 0 || seq%2 == 1 }
+			// The poller: its cursor and the next seq it must see.
+			var after, want uint64 = 0, 1
+			afterID := ""
+			var next uint64 = 1
+			for _, n := range tc.appends {
+				appendN(t, s, "c", n)
+				next += uint64(n)
+				first := next - min(next-1, uint64(tc.keep))
+				for {
+					p, err := s.Events(ctx, "c", after, afterID, tc.limit, tc.types)
+					if after != 0 && after+1 < first {
+						require.Equal(t, readmodel.BadRequest, readmodel.ErrorCode(err), "cursor %d is older than %d", after, first)
+						assert.Contains(t, readmodel.ErrorMessage(err), `"e`+strconv.FormatUint(first, 10)+`"`, "names the oldest event kept")
+						after, afterID, want = 0, "", first
+						continue
+					}
+					require.NoError(t, err)
+					if after == 0 {
+						want = max(want, first) // a walk from the start begins at the oldest event kept
+					}
+					for _, b := range p.Items {
+						for !wanted(want) {
+							want++
+						}
+						require.Equal(t, want, seqOf(t, b), "after %d", after)
+						want++
+					}
+					if p.Last != 0 {
+						after, afterID = p.Last, p.LastID
+					}
+					if !p.Full {
+						require.Equal(t, next-1, p.Last, "the head page resumes after the newest event")
+						want = next
+						break
+					}
+				}
+			}
+			first := next - min(next-1, uint64(tc.keep))
+			require.NoError(t, s.View(ctx, func(tx *Tx) error {
+				h, _, err := tx.FeedState("c")
+				assert.Equal(t, FeedHead{First: first, Next: next}, h)
+				return err
+			}))
+
+			stored := storedSeqs(t, s, "c")
+			require.NotEmpty(t, stored)
+			assert.Equal(t, blockOf(first), blockOf(stored[0]), "no block wholly below the oldest event kept")
+			assert.LessOrEqual(t, stored[0], first)
+			for i, seq := range stored {
+				require.Equal(t, stored[0]+uint64(i), seq, "stored events are gap-free")
+			}
+			assert.Equal(t, next-1, stored[len(stored)-1])
+
+			// From every block edge (and the position right before the
+			// oldest kept), a walk resumes right after it.
+			for pos := first - 1; pos < next; pos++ {
+				if r := pos % feedBlock; pos != first-1 && r != 0 && r != 1 && r != feedBlock-1 {
+					continue
+				}
+				id := ""
+				if pos >= first {
+					id = "e" + strconv.FormatUint(pos, 10)
+				}
+				cur, curID, want := pos, id, pos+1
+				for {
+					p, err := s.Events(ctx, "c", cur, curID, tc.limit, tc.types)
+					require.NoError(t, err, "from %d", cur)
+					for _, b := range p.Items {
+						for !wanted(want) {
+							want++
+						}
+						require.Equal(t, want, seqOf(t, b), "walk from %d", pos)
+						want++
+					}
+					cur, curID = p.Last, p.LastID
+					if !p.Full {
+						break
+					}
+				}
+				for want < next && !wanted(want) {
+					want++
+				}
+				assert.Equal(t, next, want, "the walk from %d reached the newest event", pos)
+			}
+		})
+	}
+}
+
+// TestDamagedEventBlocks: a block that is garbled, truncated, or missing
+// where the feed's head says events are is an Internal error the store
+// counts as damage, never a panic, for a read and for an append to it.
+func TestDamagedEventBlocks(t *testing.T) {
+	ev := func(seq int) NewEvent {
+		return NewEvent{Type: 1, ID: "e" + strconv.Itoa(seq), Body: []byte(`{"seq":` + strconv.Itoa(seq) + `}`)}
+	}
+	segment := func(n int, raw []byte) []byte { // a block from 0 of one segment of raw
+		frame := eventEncoder().EncodeAll(raw, nil)
+		v := binary.AppendUvarint([]byte{0}, uint64(n))
+		v = binary.AppendUvarint(v, uint64(len(frame)))
+		return append(v, frame...)
+	}
+	cases := []struct {
+		name   string
+		block  uint64 // of a feed of 70 events in two appends: block 0 sealed, 1 open with two segments
+		mangle func(v []byte) []byte
+		append bool // an append to the damaged block fails too (it is the open one)
+	}{
+		{name: "empty", block: 1, mangle: func([]byte) []byte { return nil }, append: true},
+		{name: "start beyond the block", block: 1, mangle: func(v []byte) []byte { return append([]byte{feedBlock}, v[1:]...) }, append: true},
+		{name: "start that leaves too few events", block: 1, mangle: func(v []byte) []byte { return append([]byte{1}, v[1:]...) }, append: true},
+		{name: "truncated", block: 1, mangle: func(v []byte) []byte { return v[:len(v)-5] }, append: true},
+		{name: "a flipped bit in a frame", block: 0, mangle: func(v []byte) []byte { v[len(v)/2] ^= 0x10; return v }},
+		{name: "fewer events than the head says", block: 0, mangle: func(v []byte) []byte { return newBlock(0, []NewEvent{ev(9)}) }},
+		{name: "more events claimed than the frame holds", block: 0, mangle: func([]byte) []byte {
+			return segment(64, appendSegment(nil, []NewEvent{ev(1)}))
+		}},
+		{name: "bytes after the last event", block: 0, mangle: func([]byte) []byte {
+			raw := append([]byte{1}, lp(nil, "e1")...)
+			return segment(1, append(lp(raw, `{"seq":1}`), 'x'))
+		}},
+		{name: "a body over the bound", block: 0, mangle: func([]byte) []byte {
+			raw := append(lp([]byte{1}, "e1"), binary.AppendUvarint(nil, maxEventBody+1)...)
+			return segment(1, append(raw, make([]byte, maxEventBody+1)...))
+		}},
+		{name: "a frame larger than its events may be", block: 0, mangle: func([]byte) []byte {
+			return segment(1, make([]byte, maxSegment(1)+1))
+		}},
+		{name: "not a frame", block: 0, mangle: func([]byte) []byte { return segment(1, nil)[:3] }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := mustOpen(t)
+			ctx := context.Background()
+			appendN(t, s, "c", 67)
+			appendN(t, s, "c", 3)
+			require.NoError(t, s.db.Update(func(txn *badger.Txn) error {
+				it, err := txn.Get(blockKey("c", tc.block))
+				require.NoError(t, err)
+				v, err := it.ValueCopy(nil)
+				require.NoError(t, err)
+				return txn.Set(blockKey("c", tc.block), tc.mangle(v))
+			}))
+			for _, after := range []uint64{0, tc.block*feedBlock + 1} { // from the start, and from a cursor in the block
+				s.cache.reset()
+				var err error
+				require.NotPanics(t, func() {
+					_, err = s.Events(ctx, "c", after, "e"+strconv.FormatUint(after, 10), 100, 0)
+				})
+				require.Error(t, err, "a read after %d", after)
+				assert.Equal(t, readmodel.Internal, readmodel.ErrorCode(err))
+				_, damaged := Damaged(err)
+				assert.True(t, damaged, "counted as damage: %v", err)
+			}
+			err := s.Update(ctx, func(tx *Tx) error {
+				h, _, err := tx.FeedState("c")
+				if err != nil {
+					return err
+				}
+				tx.PutFeedState("c", tx.AppendEvents("c", h, []NewEvent{ev(71)}), nil)
+				return nil
+			})
+			if tc.append {
+				assert.Error(t, err, "an append to the damaged open block")
+			} else {
+				assert.NoError(t, err)
+			}
+		})
+	}
+
+	t.Run("a missing block", func(t *testing.T) {
+		s := mustOpen(t)
+		appendN(t, s, "c", 70)
+		require.NoError(t, s.db.Update(func(txn *badger.Txn) error { return txn.Delete(blockKey("c", 0)) }))
+		_, err := s.Events(context.Background(), "c", 0, "", 10, 0)
+		assert.Equal(t, readmodel.Internal, readmodel.ErrorCode(err))
+		_, damaged := Damaged(err)
+		assert.True(t, damaged, "counted as damage: %v", err)
+	})
+}
+
+// BenchmarkAppendEvents is a live node's append: one transaction per
+// message adding n events (a real event's size) to a collection's feed of
+// 1,000.
+func BenchmarkAppendEvents(b *testing.B) {
+	body := []byte(`{"eventId":"s85651-0-7mivac","type":"listing_added","collectionId":"ink_0x00225e7b3f15f74306a0b3b4ef6352ab18ed39a8","observedAt":"2026-11-25T07:45:39.656Z","upstreamAt":"2026-11-25T07:24:31.000Z","reason":null,"listing":{"chain":"ink","contractAddress":"0x00225e7b3f15f74306a0b3b4ef6352ab18ed39a8","tokenId":"7200","mint":null,"collectionId":"ink_0x00225e7b3f15f74306a0b3b4ef6352ab18ed39a8","price":{"raw":"1509102000790101446","decimal":1.5091020007901015,"currency":"ETH","usd":null},"seller":"0x93066daaaef549e37277f48e18b57c0ffffaedcd","buyer":null,"marketplace":"NATIVE","status":"active","expiresAt":"2026-11-25T09:06:31.000Z","timestamp":"2026-11-25T07:24:31.000Z","orderId":"ink_0x00225e7b3f15f74306a0b3b4ef6352ab18ed39a8_7200_1795591471000","tx":null},"previousPrice":null,"sale":null,"floor":null}`)
+	for _, n := range []int{1, 5} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			s, err := Open(context.Background(), b.TempDir(), Options{MemTableSize: 8 << 20})
+			require.NoError(b, err)
+			defer s.Close(context.Background())
+			evs := make([]NewEvent, n)
+			for i := range evs {
+				evs[i] = NewEvent{Type: 1, ID: "s85651-" + strconv.Itoa(i) + "-7mivac", Body: body}
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				require.NoError(b, s.Update(context.Background(), func(tx *Tx) error {
+					h, state, err := tx.FeedState("c")
+					if err != nil {
+						return err
+					}
+					tx.PutFeedState("c", tx.AppendEvents("c", h, evs), state)
+					return nil
+				}))
+			}
+		})
+	}
 }

@@ -30,19 +30,18 @@ const saleDictText = `"marketplace":"opensea","status":"sold","expiresAt":null,"
 
 var saleDict = s2.MakeDict([]byte(saleDictText), []byte(`{"chain":"`))
 
-// eventDictText is the dictionary change-feed events are encoded against:
-// the envelope of each event type, then what sale and listing items share
-// (saleDictText). An event repeats its collection's id and address up to
-// three times, which S2 finds within the event. FROZEN like saleDictText
-// (TestSaleDictFrozen pins it).
+// eventDictText is the dictionary change-feed blocks are compressed
+// against (a raw zstd dictionary, see evblock.go): the envelope of each
+// event type, then what sale and listing items share (saleDictText). An
+// event repeats its collection's id and address up to three times, which
+// zstd finds within the block. FROZEN like saleDictText (TestSaleDictFrozen
+// pins it).
 const eventDictText = `{"eventId":"s1-0-0","type":"floor_changed","collectionId":"","observedAt":"2026-01-01T00:00:00.000Z","upstreamAt":null,"reason":null,"listing":null,"previousPrice":null,"sale":null,"floor":{"raw":"1000000000000000000","decimal":1,"currency":"ETH","usd":null}}` +
 	`{"eventId":"x1-0-0","type":"sale","reason":null,"listing":null,"previousPrice":null,"sale":` +
 	`{"eventId":"s1-0-0","type":"listing_removed","reason":"expired","reason":"sold","reason":"cancelled","reason":"repriced","reason":"source_dropped","reason":"beyond_ceiling","type":"price_changed","previousPrice":{"raw":"` +
 	`"buyer":null,"marketplace":"NATIVE","status":"active","expiresAt":"2026-01-01T00:00:00.000Z","timestamp":"2026-01-01T00:00:00.000Z","orderId":"0x","tx":null},"previousPrice":null,"sale":null,"floor":null}` +
 	`{"eventId":"s1-0-0","type":"listing_added","collectionId":"","observedAt":"2026-01-01T00:00:00.000Z","upstreamAt":"2026-01-01T00:00:00.000Z","reason":null,"listing":` +
 	saleDictText
-
-var eventDict = s2.MakeDict([]byte(eventDictText), []byte(`{"eventId":"`))
 
 // maxEventBody bounds a decoded event.
 const maxEventBody = 1 << 20

@@ -323,7 +323,10 @@ func gcPause(took time.Duration, share float64) time.Duration {
 //	12: token records in S2-compressed blocks per (address, bucket), i/tk/;
 //	   listing snapshots' bodies and sale items (against saleDict) in S2
 //	13: listing rows inputs (i/r/) are binary records (rowsrec.go)
-const Schema = "13"
+//	14: change-feed events in zstd blocks of 64 per collection (evblock.go)
+//	15: no token bucket inputs (i/tb/, i/tg/): a bucket's tokens are read
+//	   from the token blocks of its collection's addresses (i/ta/)
+const Schema = "15"
 
 // schema is what the store records: Schema and a fingerprint of the token
 // record's field lists (readmodel.TokenDoc's and ListingRow's Fields), so

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -33,6 +34,28 @@ func (t *Tx) TokenRecord(k string) (*TokenRecord, error) {
 		return nil, err
 	}
 	return decodeTokenRecord(raw)
+}
+
+// TokenBlockKeys returns the keys of the tokens whose records are in
+// address addr's ("chain|address") block bucket as this transaction holds
+// it (its own writes included), in key order: the tokens a tokens message
+// of that bucket wrote and no other bucket took since. Damaged blocks are
+// the error.
+func (t *Tx) TokenBlockKeys(addr string, bucket uint32) ([]string, error) {
+	set, err := t.tokens(addr)
+	if err != nil {
+		return nil, err
+	}
+	blk := set.blocks[bucket]
+	if blk == nil {
+		return nil, nil
+	}
+	keys := make([]string, 0, len(blk.recs))
+	for id := range blk.recs {
+		keys = append(keys, addr+"|"+id)
+	}
+	slices.Sort(keys)
+	return keys, nil
 }
 
 // TokenRecordHead reads the hash and bucket of token k's record without

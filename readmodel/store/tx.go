@@ -283,18 +283,17 @@ func (t *Tx) Delete(kind InputKind, parts ...string) { t.del(inputKey(kind, part
 type InputKind int
 
 const (
-	InDoc         InputKind = iota // (cid) CollectionDoc
-	InStats                        // (cid) CollectionStats
-	InAnalytics                    // (cid) Analytics
-	InRows                         // (source, cid) listing rows
-	InStatus                       // (source, cid) poll status
-	InRates                        // () USD rates
-	InLastGood                     // (cid) last-good buyer floor
-	InTokenBucket                  // (cid, bucket) a bucket's token keys and their hashes (the projector's format)
-	InTokenGen                     // (cid) generation of a collection's token buckets (the projector's format)
-	InJob                          // (name) node-local job state
-	InPolled                       // (poll name) when the poll last succeeded (readmodel.Polled)
-	InHistory                      // (cid) a collection's detail history (render.History, raw)
+	InDoc        InputKind = iota // (cid) CollectionDoc
+	InStats                       // (cid) CollectionStats
+	InAnalytics                   // (cid) Analytics
+	InRows                        // (source, cid) listing rows
+	InStatus                      // (source, cid) poll status
+	InRates                       // () USD rates
+	InLastGood                    // (cid) last-good buyer floor
+	InTokenAddrs                  // (cid) the token addresses (chain|address) a collection's tokens messages listed ([]string)
+	InJob                         // (name) node-local job state
+	InPolled                      // (poll name) when the poll last succeeded (readmodel.Polled)
+	InHistory                     // (cid) a collection's detail history (render.History, raw)
 )
 
 func inputKey(kind InputKind, parts []string) []byte {
@@ -313,10 +312,8 @@ func inputKey(kind InputKind, parts []string) []byte {
 		return kRates
 	case InLastGood:
 		return key(pLastGood, parts...)
-	case InTokenBucket:
-		return key(pTokenBucket, parts...)
-	case InTokenGen:
-		return key(pTokenGen, parts...)
+	case InTokenAddrs:
+		return key(pTokenAddrs, parts...)
 	case InJob:
 		return key(pJob, parts...)
 	case InPolled:
