@@ -67,6 +67,26 @@ func SaleItem(s *readmodel.SaleRow, usd *float64) (readmodel.MarketItem, bool) {
 	return s.Item(p), true
 }
 
+// AppendSaleItem appends sale row s's item as a sales page serves it: the
+// bytes of MarshalItem(SaleItem(s, nil)) with its usd slot
+// (TemplateUSD) filled from q as AppendUSD fills it. ok is false, and
+// dst is returned as is, when the sale's price cannot be interpreted.
+// The store renders sales pages from their records with it.
+func AppendSaleItem(dst []byte, s *readmodel.SaleRow, q *USDQuote) ([]byte, bool) {
+	it, ok := SaleItem(s, nil)
+	if !ok {
+		return dst, false
+	}
+	start := len(dst)
+	b, ok := appendItem(dst, &it)
+	if !ok {
+		b = append(b[:start], MarshalItem(it)...)
+	}
+	// TemplateUSD returns a copy when it templates; when it does not,
+	// AppendUSD copies the item onto itself.
+	return AppendUSD(b[:start], TemplateUSD(b[start:]), q), true
+}
+
 // MarshalItem encodes v as compact JSON, as encoding/json does. Every value
 // this package renders is plain data, so encoding cannot fail; a failure
 // yields "null". Market items and token details, rendered once per row the

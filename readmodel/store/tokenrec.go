@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -465,17 +466,25 @@ func (r *recReader) str(ref string) string {
 	}
 	p := r.s[r.i : r.i+int(size)]
 	r.i += int(size)
+	// A strings.Builder hands over what it built without a copy: one
+	// allocation a string (a page of sales decodes about 500).
+	var out strings.Builder
 	switch form {
 	case strHex:
 		const digits = "0123456789abcdef"
-		out := make([]byte, 2+2*len(p))
-		out[0], out[1] = '0', 'x'
+		out.Grow(2 + 2*len(p))
+		out.WriteString("0x")
 		for i := 0; i < len(p); i++ {
-			out[2+2*i], out[3+2*i] = digits[p[i]>>4], digits[p[i]&15]
+			out.WriteByte(digits[p[i]>>4])
+			out.WriteByte(digits[p[i]&15])
 		}
-		return string(out)
+		return out.String()
 	case strDecimal:
-		out := make([]byte, n)
+		if p[0] == 0 || (n > 1 && p[0] < 10) {
+			r.fail() // a leading zero is not canonical: it would not encode back to these bytes
+			return ""
+		}
+		out.Grow(int(n))
 		for i := 0; i < len(p); i++ {
 			c := p[i]
 			if 2*i+1 < int(n) {
@@ -483,20 +492,17 @@ func (r *recReader) str(ref string) string {
 					r.fail()
 					return ""
 				}
-				out[2*i], out[2*i+1] = '0'+c/10, '0'+c%10
+				out.WriteByte('0' + c/10)
+				out.WriteByte('0' + c%10)
 			} else {
 				if c > 9 {
 					r.fail()
 					return ""
 				}
-				out[2*i] = '0' + c
+				out.WriteByte('0' + c)
 			}
 		}
-		if out[0] == '0' {
-			r.fail() // not canonical: it would not encode back to these bytes
-			return ""
-		}
-		return string(out)
+		return out.String()
 	}
 	return p
 }
@@ -547,13 +553,15 @@ func (r *recReader) bool() bool {
 	return false
 }
 
-// recordFieldsFingerprint is a hash of the names and kinds of the fields a
-// token record walks, in their order (see schema).
+// recordFieldsFingerprint is a hash of the names and kinds of the fields
+// token and sale records walk, in their order (see schema).
 func recordFieldsFingerprint() string {
 	var f fieldNames
 	var d readmodel.TokenDoc
 	d.Overlay = new(readmodel.ListingRow)
 	d.Fields(&f)
+	f.b = append(f.b, '|')
+	new(readmodel.SaleRow).Fields(&f)
 	h := fnv.New64a()
 	h.Write(f.b)
 	return strconv.FormatUint(h.Sum64(), 16)
