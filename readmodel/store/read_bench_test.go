@@ -86,6 +86,12 @@ func benchSales(cid string, n int) []readmodel.SaleRow {
 	return rows
 }
 
+// benchAddSale adds sale r of cid as the projector does.
+func benchAddSale(tx *Tx, cid string, r *readmodel.SaleRow) error {
+	_, err := tx.AddSale(cid, r)
+	return err
+}
+
 // BenchmarkReadSalesPage measures reading a page of 100 sales: uncached
 // (what a page cache miss does: iterate Badger and render every item)
 // and cached (what the API does per request between a collection's new
