@@ -103,6 +103,23 @@ type SaleRow struct {
 	Tx              string    `json:"tx,omitempty"`
 }
 
+// Fields walks every field of s in order.
+func (s *SaleRow) Fields(v FieldVisitor) {
+	v.Str("chain", (*string)(&s.Chain))
+	v.Str("contractAddress", &s.ContractAddress)
+	v.Str("tokenId", &s.TokenID)
+	v.Str("mint", &s.Mint)
+	v.Str("collectionId", &s.CollectionID)
+	v.Str("priceRaw", &s.PriceRaw)
+	v.Str("seller", &s.Seller)
+	v.Str("buyer", &s.Buyer)
+	v.Str("marketplace", &s.Marketplace)
+	v.Str("status", (*string)(&s.Status))
+	v.Time("timestamp", &s.Timestamp)
+	v.Str("orderId", &s.OrderID)
+	v.Str("tx", &s.Tx)
+}
+
 // SaleKey identifies a sale for idempotent projection: the same sale applied
 // twice is one sale.
 func (s *SaleRow) SaleKey() string {

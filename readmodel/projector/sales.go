@@ -6,8 +6,9 @@ import (
 )
 
 // applySales adds a sales message's rows to its collection's history
-// (store.Tx.AddSale dedupes them) and puts each one added on the change
-// feed. A row whose price cannot be interpreted is dropped here.
+// (store.Tx.AddSale dedupes them and stores each as a record the store
+// renders on read) and puts each one added on the change feed with its
+// rendered item. A row whose price cannot be interpreted is dropped here.
 func (a *applier) applySales(msg *readmodel.Message) error {
 	for i := range msg.Sales {
 		r := msg.Sales[i]
@@ -18,13 +19,14 @@ func (a *applier) applySales(msg *readmodel.Message) error {
 		if !ok {
 			continue // uninterpretable price: dropped at projection
 		}
-		b := render.MarshalItem(it) // TemplateUSD copies what it changes: the feed's event keeps usd null
-		added, err := a.tx.AddSale(msg.CollectionID, &r, tmpl(b))
+		added, err := a.tx.AddSale(msg.CollectionID, &r)
 		if err != nil {
 			return err
 		}
 		if added {
-			if err := a.feedSale(msg.CollectionID, i, &r, b); err != nil {
+			// The feed's event has usd null; the store renders the
+			// sales page's item from its record, with USD filled.
+			if err := a.feedSale(msg.CollectionID, i, &r, render.MarshalItem(it)); err != nil {
 				return err
 			}
 		}

@@ -67,6 +67,31 @@ func SaleItem(s *readmodel.SaleRow, usd *float64) (readmodel.MarketItem, bool) {
 	return s.Item(p), true
 }
 
+// AppendSaleItem appends sale row s's item as a sales page serves it: the
+// bytes of MarshalItem(SaleItem(s, nil)) with its usd slot (TemplateUSD)
+// filled from q as AppendUSD fills it. ok is false, and dst is returned
+// as is, when the sale's price cannot be interpreted. The store renders
+// sales pages from their records with it.
+//
+// It renders the filled usd directly (USDQuote.slotValue: the value the
+// slot would take) instead of templating and filling: TemplateUSD parses
+// the decimal back from the JSON, and was a third of rendering an item.
+func AppendSaleItem(dst []byte, s *readmodel.SaleRow, q *USDQuote) ([]byte, bool) {
+	it, ok := SaleItem(s, nil)
+	if !ok {
+		return dst, false
+	}
+	start := len(dst)
+	filled := it
+	filled.Price.USD = q.slotValue(&it.Price)
+	if b, ok := appendItem(dst, &filled); ok {
+		return b, true
+	}
+	// Only a price that does not encode gets here: the way the projector
+	// rendered it, then filled.
+	return AppendUSD(dst[:start], TemplateUSD(MarshalItem(it)), q), true
+}
+
 // MarshalItem encodes v as compact JSON, as encoding/json does. Every value
 // this package renders is plain data, so encoding cannot fail; a failure
 // yields "null". Market items and token details, rendered once per row the

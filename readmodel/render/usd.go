@@ -157,6 +157,31 @@ func priceBefore(b []byte) (cur int, dec float64, ok bool) {
 // NextUSDSlot returns the index of the first USD slot in b, or -1.
 func NextUSDSlot(b []byte) int { return bytes.IndexByte(b, usdMark) }
 
+// slotValue is the usd that TemplateUSD's slot for price p (rendered with
+// usd null) takes under q, as appendSlot writes it: nil (null) for a
+// currency without a slot or a rate, else roundCents(decimal x rate)
+// when that is finite. JSON floats are written in their shortest form,
+// so the decimal TemplateUSD parses back is p.Decimal.
+func (q *USDQuote) slotValue(p *readmodel.Price) *float64 {
+	if q == nil || math.IsNaN(p.Decimal) || math.IsInf(p.Decimal, 0) {
+		return nil
+	}
+	for i, c := range usdCurrencies {
+		if c != p.Currency {
+			continue
+		}
+		if !q.known[i] {
+			return nil
+		}
+		u := roundCents(p.Decimal * q.rate[i])
+		if math.IsInf(u, 0) || math.IsNaN(u) {
+			return nil
+		}
+		return &u
+	}
+	return nil
+}
+
 // appendSlot appends the JSON value of slot (the usdSlotLen bytes of one
 // slot) under quote q (nil: null): roundCents(decimal × rate) formatted as
 // encoding/json formats a float64, or null.

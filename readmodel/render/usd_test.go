@@ -98,3 +98,34 @@ func TestUSDQuoteVersion(t *testing.T) {
 	_, ok = NewUSDQuote(readmodel.USDRates{"ETH": 2000}, true).Rate("SOL")
 	assert.False(t, ok)
 }
+
+// TestAppendSaleItemMatchesTemplateAndFill: a sale item rendered with its
+// usd filled directly is the bytes of the projector's templated item
+// filled by AppendUSD, for random prices on every chain and quotes with
+// and without rates (the store serves sales pages with it).
+func TestAppendSaleItemMatchesTemplateAndFill(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	rates := []float64{1, 0.5, 3123.456789, 187.21, 1e-9, 123456789.123, 2.5e21, 1e300}
+	for n := 0; n < 5000; n++ {
+		c := readmodel.Chains[rng.IntN(len(readmodel.Chains))]
+		raw := new(big.Int).SetUint64(rng.Uint64() >> rng.IntN(64))
+		raw.Mul(raw, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(rng.IntN(40))), nil))
+		s := readmodel.SaleRow{Chain: c, CollectionID: "c", PriceRaw: raw.String(), Marketplace: "NATIVE", Seller: "0xab"}
+		rate := rates[rng.IntN(len(rates))] * (1 + rng.Float64())
+		it, ok := SaleItem(&s, nil)
+		require.True(t, ok)
+		tmpl := TemplateUSD(MarshalItem(it))
+		for _, q := range []*USDQuote{
+			nil,
+			NewUSDQuote(readmodel.USDRates{c.Currency(): rate}, true),
+			NewUSDQuote(readmodel.USDRates{c.Currency(): rate}, false),
+			NewUSDQuote(readmodel.USDRates{"ETH": rate, "SOL": rate / 10}, true),
+		} {
+			got, ok := AppendSaleItem([]byte("prefix"), &s, q)
+			require.True(t, ok)
+			require.Equal(t, "prefix"+string(AppendUSD(nil, tmpl, q)), string(got), "chain %s raw %s rate %v", c, raw, rate)
+		}
+	}
+	_, ok := AppendSaleItem(nil, &readmodel.SaleRow{Chain: readmodel.Base, PriceRaw: "x"}, nil)
+	assert.False(t, ok, "a price that does not parse")
+}

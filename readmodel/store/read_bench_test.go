@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -52,4 +55,78 @@ func BenchmarkReadListings(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// benchSales returns n sales of collection cid shaped like the medium
+// market's: two in three native (order ids that repeat the collection and
+// token), the rest external, with long token ids, addresses and hashes.
+func benchSales(cid string, n int) []readmodel.SaleRow {
+	rows := make([]readmodel.SaleRow, n)
+	_, addr, _ := strings.Cut(cid, "_")
+	at := time.Date(2026, 6, 13, 5, 43, 24, 0, time.UTC)
+	for i := range rows {
+		r := readmodel.SaleRow{
+			Chain: readmodel.Base, ContractAddress: addr, CollectionID: cid,
+			TokenID:     fmt.Sprintf("%d%040d", i+1, i*7919),
+			PriceRaw:    fmt.Sprintf("%d%018d", i%9+1, i*104729),
+			Seller:      fmt.Sprintf("0x%040x", i*31+1),
+			Buyer:       fmt.Sprintf("0x%040x", i*37+2),
+			Marketplace: "NATIVE", Status: readmodel.StatusSold,
+			Timestamp: at.Add(-time.Duration(i) * time.Minute),
+			Tx:        fmt.Sprintf("0x%064x", i*41+3),
+		}
+		switch i % 3 {
+		case 0:
+			r.OrderID = fmt.Sprintf("%s_%s_%d", cid, r.TokenID, 1710844261000+i)
+		case 1:
+			r.Marketplace, r.OrderID = "opensea", fmt.Sprintf("opensea-%x", i*7777)
+		}
+		rows[i] = r
+	}
+	return rows
+}
+
+// benchAddSale adds sale r of cid as the projector does.
+func benchAddSale(tx *Tx, cid string, r *readmodel.SaleRow) error {
+	_, err := tx.AddSale(cid, r)
+	return err
+}
+
+// BenchmarkReadSalesPage measures reading a page of 100 sales: uncached
+// (what a page cache miss does: iterate Badger and render every item)
+// and cached (what the API does per request between a collection's new
+// sales).
+func BenchmarkReadSalesPage(b *testing.B) {
+	ctx, s := context.Background(), benchStore(b)
+	const id = "base_0x00f72a1c55fc16cee9bd5f89fd13976866c46f99"
+	rows := benchSales(id, 150)
+	require.NoError(b, s.Update(ctx, func(tx *Tx) error {
+		tx.PutQuote(readmodel.USDRates{"ETH": 3012.57}, true)
+		for i := range rows {
+			if err := benchAddSale(tx, id, &rows[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	b.Run("uncached", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			s.cache.invalidate(nil, false, false, false, []string{id})
+			p, err := s.Sales(ctx, id, "", 100)
+			if err != nil || len(p.Items) != 100 {
+				b.Fatal(err, len(p.Items))
+			}
+		}
+	})
+	b.Run("cached", func(b *testing.B) {
+		_, err := s.Sales(ctx, id, "", 100)
+		require.NoError(b, err)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := s.Sales(ctx, id, "", 100); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

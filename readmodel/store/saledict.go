@@ -1,23 +1,15 @@
 package store
 
-import (
-	"encoding/binary"
-
-	"github.com/klauspost/compress/s2"
-
-	"github.com/marketd/marketd/readmodel"
-)
-
-// A sale item is stored as its content hash (8 bytes, see plain) and an S2
-// block of its JSON encoded against saleDict, a dictionary of what sale
-// items share: field names, chains, currencies, marketplaces and the shape
-// of each chain's values. At 10,000 collections x 100 tokens the 358,000
-// sales were 617 bytes each, a third of the store; a single item is too
-// small for S2 alone (15 % smaller), with the dictionary it is half.
+// saleDictText is what sale items share: field names, chains,
+// currencies, marketplaces and the shape of each chain's values. Sale
+// items were stored as S2 blocks against it (schemas 12 to 15; since 16
+// a sale is a binary record, salerec.go); it lives on as the tail of
+// eventDictText, the dictionary change-feed blocks are compressed
+// against, whose sale events carry the same items.
 //
-// saleDictText is FROZEN: every stored sale is encoded against it, so a
-// change makes them unreadable. Changing it needs a Schema bump
-// (TestSaleDictFrozen pins its hash).
+// saleDictText is FROZEN: every stored change-feed block is encoded
+// against eventDictText, so a change makes them unreadable. Changing it
+// needs a Schema bump (TestSaleDictFrozen pins its hash).
 const saleDictText = `"marketplace":"opensea","status":"sold","expiresAt":null,"timestamp":"2026-01-01T00:00:00.000Z","orderId":"opensea-",` +
 	`"marketplace":"magic-eden","marketplace":"tensor","marketplace":"blur","marketplace":"looks-rare","orderId":"looks-rare-",` +
 	`{"chain":"apechain","contractAddress":"0x0000000000000000000000000000000000000000","tokenId":"1","mint":null,"collectionId":"apechain_0x0000000000000000000000000000000000000000","price":{"raw":"10000000000000000000","decimal":10.000000000000000,"currency":"APE","usd":null},` +
@@ -27,8 +19,6 @@ const saleDictText = `"marketplace":"opensea","status":"sold","expiresAt":null,"
 	`"seller":"","buyer":"","marketplace":"NATIVE","status":"sold","expiresAt":null,"timestamp":"2026-01-01T00:00:00.000Z","orderId":null,"tx":""}` +
 	`{"chain":"ethereum","contractAddress":"0x","tokenId":"1","mint":null,"collectionId":"ethereum_0x","price":{"raw":"1000000000000000000","decimal":1.000000000000000,"currency":"ETH","usd":` +
 	`"seller":"0x","buyer":"0x","marketplace":"NATIVE","status":"sold","expiresAt":null,"timestamp":"2026-01-01T00:00:00.000Z","orderId":null,"tx":"0x`
-
-var saleDict = s2.MakeDict([]byte(saleDictText), []byte(`{"chain":"`))
 
 // eventDictText is the dictionary change-feed blocks are compressed
 // against (a raw zstd dictionary, see evblock.go): the envelope of each
@@ -45,30 +35,3 @@ const eventDictText = `{"eventId":"s1-0-0","type":"floor_changed","collectionId"
 
 // maxEventBody bounds a decoded event.
 const maxEventBody = 1 << 20
-
-// maxSaleItem bounds a decoded sale item.
-const maxSaleItem = 1 << 20
-
-// saleValue is the stored value of sale item item: its content hash (the
-// version plain gives it) and the item encoded against saleDict.
-func saleValue(item []byte) []byte {
-	enc := saleDict.Encode(nil, item)
-	b := make([]byte, 8, 8+len(enc))
-	binary.BigEndian.PutUint64(b, itemVersion(item))
-	return append(b, enc...)
-}
-
-// saleItem decodes a stored sale value's item.
-func saleItem(v []byte) ([]byte, error) {
-	if len(v) < 8 {
-		return nil, readmodel.Errorf(readmodel.Internal, "corrupt sale item")
-	}
-	if n, err := s2.DecodedLen(v[8:]); err != nil || n > maxSaleItem {
-		return nil, readmodel.Errorf(readmodel.Internal, "corrupt sale item")
-	}
-	out, err := saleDict.Decode(nil, v[8:])
-	if err != nil {
-		return nil, readmodel.Errorf(readmodel.Internal, "corrupt sale item")
-	}
-	return out, nil
-}

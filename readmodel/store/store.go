@@ -12,6 +12,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -321,16 +322,19 @@ func gcPause(took time.Duration, share float64) time.Duration {
 //	11: collection, floor and listings views carry their asOf sources;
 //	   listings views the listed count and the cut rows' expiries (issue 30)
 //	12: token records in S2-compressed blocks per (address, bucket), i/tk/;
-//	   listing snapshots' bodies and sale items (against saleDict) in S2
+//	   listing snapshots' bodies and sale items (against saleDictText) in S2
 //	13: listing rows inputs (i/r/) are binary records (rowsrec.go)
 //	14: change-feed events in zstd blocks of 64 per collection (evblock.go)
 //	15: no token bucket inputs (i/tb/, i/tg/): a bucket's tokens are read
 //	   from the token blocks of its collection's addresses (i/ta/)
-const Schema = "15"
+//	16: a sale is a binary record rendered on read, without a header
+//	   (salerec.go); its dedupe entry (i/sk/) has an empty value
+const Schema = "16"
 
-// schema is what the store records: Schema and a fingerprint of the token
-// record's field lists (readmodel.TokenDoc's and ListingRow's Fields), so
-// a field added to a row rebuilds older stores without a manual bump.
+// schema is what the store records: Schema and a fingerprint of the
+// record's field lists (readmodel.TokenDoc's, ListingRow's and SaleRow's
+// Fields), so a field added to a row rebuilds older stores without a
+// manual bump.
 var schema = Schema + "+" + recordFieldsFingerprint()
 
 func (s *Store) checkSchema() error {
@@ -770,16 +774,18 @@ func (s *Store) page(prefix, pos []byte, limit int, cacheKey, salesOf string) (r
 	if s.beforePageRead != nil {
 		s.beforePageRead(f)
 	}
-	f.page, f.err = s.readPage(prefix, pos, limit, salesOf != "")
+	f.page, f.err = s.readPage(prefix, pos, limit, salesOf)
 	if f.err == nil {
 		s.cache.putPage(ck, salesOf, gen, f.page)
 	}
 	return f.page, f.err
 }
 
-// readPage reads up to limit values after pos under prefix from Badger
-// (sale items, encoded against saleDict, when sales).
-func (s *Store) readPage(prefix, pos []byte, limit int, sales bool) (render.Page, error) {
+// readPage reads up to limit values after pos under prefix from Badger:
+// browse entries, or, when salesOf is a collection id, its sale records,
+// each rendered here (renderSale). A record that does not decode is an
+// Internal "corrupt sale record" error (Damaged).
+func (s *Store) readPage(prefix, pos []byte, limit int, salesOf string) (render.Page, error) {
 	var page render.Page
 	q := s.USD()
 	page.USD = q.Version
@@ -792,35 +798,55 @@ func (s *Store) readPage(prefix, pos []byte, limit int, sales bool) (render.Page
 		if pos != nil && it.ValidForPrefix(prefix) && string(it.Item().Key()) == string(start) {
 			it.Next()
 		}
-		var last []byte
+		var last, buf []byte
+		if salesOf != "" {
+			// The page's items are rendered into one buffer (about 700
+			// bytes each), each its own capped slice of it.
+			buf = make([]byte, 0, 720*min(limit, 100))
+		}
 		for ; it.ValidForPrefix(prefix); it.Next() {
 			if len(page.Items) == limit {
 				page.HasMore = true
 				page.Next = hex.EncodeToString(last)
 				break
 			}
-			v, err := it.Item().ValueCopy(nil)
-			if err != nil {
-				return err
-			}
-			if len(v) < 8 {
-				continue
-			}
-			item := v[8:]
-			if sales {
-				if item, err = saleItem(v); err != nil {
+			k := it.Item().Key()[len(prefix):]
+			var item, head []byte
+			var saleHead [8]byte
+			if salesOf != "" {
+				err := it.Item().Value(func(v []byte) error {
+					start := len(buf)
+					var err error
+					if buf, err = appendSale(buf, salesOf, k, v, q); err != nil {
+						return err
+					}
+					item, saleHead = buf[start:len(buf):len(buf)], saleVersion(v)
+					head = saleHead[:]
+					return nil
+				})
+				if err != nil {
 					return err
 				}
+			} else {
+				v, err := it.Item().ValueCopy(nil)
+				if err != nil {
+					return err
+				}
+				if len(v) < 8 {
+					continue
+				}
+				item, head = filled(v[8:], q), v[:8]
 			}
-			page.Items = append(page.Items, filled(item, q))
-			last = append(last[:0], it.Item().Key()[len(prefix):]...)
-			sum = pageVersionMix(pageVersionMix(sum, v[:8]), last)
+			page.Items = append(page.Items, item)
+			last = append(last[:0], k...)
+			sum = pageVersionMix(pageVersionMix(sum, head), last)
 		}
 		return nil
 	})
 	// A page's version is an order-sensitive hash of its items' keys and
-	// headers (browse entries and sale items carry a content hash there,
-	// see plain) and whether more follow: it changes whenever the page's
+	// headers (browse entries carry a content hash there, see plain; a
+	// sale's is a hash of its record, saleVersion) and whether more
+	// follow: it changes whenever the page's
 	// composition, order or any item changes, which is what the API's ETag
 	// needs.
 	if page.HasMore {
@@ -865,8 +891,9 @@ func (s *Store) Digest(ctx context.Context, at time.Time) (string, error) {
 				return err
 			}
 			k := it.Item().Key()
+			sale := bytes.HasPrefix(k, pSale) // a sale record has no header
 			err := it.Item().Value(func(v []byte) error {
-				if len(v) >= 8 {
+				if len(v) >= 8 && !sale {
 					v = v[8:]
 				}
 				put(k, v)

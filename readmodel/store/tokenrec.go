@@ -446,59 +446,93 @@ func (r *recReader) varint() int64 {
 }
 
 func (r *recReader) str(ref string) string {
-	v := r.uvarint()
-	if r.bad {
+	s, form, p, n := r.strHead(ref)
+	if form == strPlain {
+		return s
+	}
+	// Expanded on the stack, then copied once into the string.
+	var tmp [160]byte
+	out, ok := expandStr(tmp[:0], form, p, n)
+	if !ok {
+		r.fail()
 		return ""
 	}
+	return string(out)
+}
+
+// strTo reads a string like str, but appends a packed one's expansion to
+// dst (packed true) instead of allocating it: a decoder that collects a
+// record's expansions in one buffer converts them to strings at once.
+func (r *recReader) strTo(dst []byte, ref string) (out []byte, s string, packed bool) {
+	s, form, p, n := r.strHead(ref)
+	if form == strPlain {
+		return dst, s, false
+	}
+	out, ok := expandStr(dst, form, p, n)
+	if !ok {
+		r.fail()
+		return dst, "", false
+	}
+	return out, "", true
+}
+
+// strHead reads a string's header and bytes: a plain string (or the
+// reference) is s with form strPlain; a packed one is its form, its
+// packed bytes p and its length field n (see expandStr).
+func (r *recReader) strHead(ref string) (s string, form uint64, p string, n uint64) {
+	v := r.uvarint()
+	if r.bad {
+		return "", strPlain, "", 0
+	}
 	if v == 0 {
-		return ref
+		return ref, strPlain, "", 0
 	}
 	v--
-	form, n := v&3, v>>2
+	form, n = v&3, v>>2
 	size := n // bytes it takes in the record
 	if form == strDecimal {
 		size = (n + 1) / 2
 	}
 	if size > uint64(len(r.s)-r.i) || form > strDecimal || (form != strPlain && n == 0) {
 		r.fail()
-		return ""
+		return "", strPlain, "", 0
 	}
-	p := r.s[r.i : r.i+int(size)]
+	p = r.s[r.i : r.i+int(size)]
 	r.i += int(size)
-	switch form {
-	case strHex:
+	return p, form, p, n
+}
+
+// expandStr appends the string packed as p in form (strHex or
+// strDecimal; n is its length field) to dst; ok is false for a decimal
+// that is not canonical (a digit pair over 99, or a leading zero: it
+// would not encode back to these bytes).
+func expandStr(dst []byte, form uint64, p string, n uint64) ([]byte, bool) {
+	if form == strHex {
 		const digits = "0123456789abcdef"
-		out := make([]byte, 2+2*len(p))
-		out[0], out[1] = '0', 'x'
+		dst = append(dst, '0', 'x')
 		for i := 0; i < len(p); i++ {
-			out[2+2*i], out[3+2*i] = digits[p[i]>>4], digits[p[i]&15]
+			dst = append(dst, digits[p[i]>>4], digits[p[i]&15])
 		}
-		return string(out)
-	case strDecimal:
-		out := make([]byte, n)
-		for i := 0; i < len(p); i++ {
-			c := p[i]
-			if 2*i+1 < int(n) {
-				if c > 99 {
-					r.fail()
-					return ""
-				}
-				out[2*i], out[2*i+1] = '0'+c/10, '0'+c%10
-			} else {
-				if c > 9 {
-					r.fail()
-					return ""
-				}
-				out[2*i] = '0' + c
-			}
-		}
-		if out[0] == '0' {
-			r.fail() // not canonical: it would not encode back to these bytes
-			return ""
-		}
-		return string(out)
+		return dst, true
 	}
-	return p
+	if p[0] == 0 || (n > 1 && p[0] < 10) {
+		return dst, false
+	}
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if 2*i+1 < int(n) {
+			if c > 99 {
+				return dst, false
+			}
+			dst = append(dst, '0'+c/10, '0'+c%10)
+		} else {
+			if c > 9 {
+				return dst, false
+			}
+			dst = append(dst, '0'+c)
+		}
+	}
+	return dst, true
 }
 
 // time reads a time; ok is false for "no time" (and after an error).
@@ -547,13 +581,15 @@ func (r *recReader) bool() bool {
 	return false
 }
 
-// recordFieldsFingerprint is a hash of the names and kinds of the fields a
-// token record walks, in their order (see schema).
+// recordFieldsFingerprint is a hash of the names and kinds of the fields
+// token and sale records walk, in their order (see schema).
 func recordFieldsFingerprint() string {
 	var f fieldNames
 	var d readmodel.TokenDoc
 	d.Overlay = new(readmodel.ListingRow)
 	d.Fields(&f)
+	f.b = append(f.b, '|')
+	new(readmodel.SaleRow).Fields(&f)
 	h := fnv.New64a()
 	h.Write(f.b)
 	return strconv.FormatUint(h.Sum64(), 16)

@@ -607,8 +607,12 @@ func saleSuffix(row *readmodel.SaleRow) []byte {
 	return append(b, h[:8]...)
 }
 
-// AddSale indexes one sale of cid with its rendered item, unless the same
-// sale (SaleKey) is already indexed; it reports whether it added.
+// AddSale indexes sale row row of cid, unless the same sale (SaleKey) is
+// already indexed; it reports whether it added. The sale is stored as a
+// record (salerec.go) that pages render on read, so row's price must be
+// one render.SaleItem interprets (the projector drops the others). The
+// dedupe entry (i/sk/<cid><SaleKey hash>)
+// has an empty value: only its presence is read.
 //
 // The check reads the sale's dedupe key, except for a collection that had
 // no sales committed before this transaction (its first sales: every
@@ -616,7 +620,7 @@ func saleSuffix(row *readmodel.SaleRow) []byte {
 // sales are then checked against those this transaction added. At
 // 100,000 collections those reads were about half of AddSale's CPU while
 // the first cycle's 3.5 million sales were applied.
-func (t *Tx) AddSale(cid string, row *readmodel.SaleRow, item []byte) (bool, error) {
+func (t *Tx) AddSale(cid string, row *readmodel.SaleRow) (bool, error) {
 	suf := saleSuffix(row)
 	var h [8]byte
 	copy(h[:], suf[8:])
@@ -648,10 +652,10 @@ func (t *Tx) AddSale(cid string, row *readmodel.SaleRow, item []byte) (bool, err
 	} else if ok {
 		return false, nil
 	}
-	sk, sv := key(pSale, cid, string(suf)), saleValue(item)
-	t.set(dk, suf)
+	sk, sv := key(pSale, cid, string(suf)), encodeSale(cid, suf, row)
+	t.set(dk, nil)
 	t.set(sk, sv)
-	t.salesBytes += int64(len(dk) + len(suf) + len(sk) + len(sv))
+	t.salesBytes += int64(len(dk) + len(sk) + len(sv))
 	t.sales = append(t.sales, cid)
 	return true, t.err
 }
