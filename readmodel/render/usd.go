@@ -158,40 +158,45 @@ func priceBefore(b []byte) (cur int, dec float64, ok bool) {
 func NextUSDSlot(b []byte) int { return bytes.IndexByte(b, usdMark) }
 
 // slotValue is the usd that TemplateUSD's slot for price p (rendered with
-// usd null) takes under q, as appendSlot writes it: nil (null) for a
-// currency without a slot or a rate, else roundCents(decimal x rate)
-// when that is finite. JSON floats are written in their shortest form,
-// so the decimal TemplateUSD parses back is p.Decimal.
+// usd null) takes under q, as appendSlot writes it (usd): nil (null) for
+// a currency without a slot or a rate, or a value that is not finite.
+// JSON floats are written in their shortest form, so the decimal
+// TemplateUSD parses back is p.Decimal.
 func (q *USDQuote) slotValue(p *readmodel.Price) *float64 {
-	if q == nil || math.IsNaN(p.Decimal) || math.IsInf(p.Decimal, 0) {
-		return nil
-	}
 	for i, c := range usdCurrencies {
-		if c != p.Currency {
-			continue
-		}
-		if !q.known[i] {
+		if c == p.Currency {
+			if u, ok := q.usd(i, p.Decimal); ok {
+				return &u
+			}
 			return nil
 		}
-		u := roundCents(p.Decimal * q.rate[i])
-		if math.IsInf(u, 0) || math.IsNaN(u) {
-			return nil
-		}
-		return &u
 	}
 	return nil
+}
+
+// usd is the one rule for what decimal dec of the i-th slotted currency
+// is worth under q: roundCents(dec × rate); ok is false (null) without a
+// quote or a rate, or when the result is not finite.
+func (q *USDQuote) usd(i int, dec float64) (float64, bool) {
+	if q == nil || i < 0 || i >= len(usdCurrencies) || !q.known[i] {
+		return 0, false
+	}
+	u := roundCents(dec * q.rate[i])
+	if math.IsInf(u, 0) || math.IsNaN(u) {
+		return 0, false
+	}
+	return u, true
 }
 
 // appendSlot appends the JSON value of slot (the usdSlotLen bytes of one
 // slot) under quote q (nil: null): roundCents(decimal × rate) formatted as
 // encoding/json formats a float64, or null.
 func (q *USDQuote) appendSlot(dst, slot []byte) []byte {
-	if q == nil || len(slot) < usdSlotLen || int(slot[1]) >= len(usdCurrencies) || !q.known[slot[1]] {
+	if len(slot) < usdSlotLen {
 		return append(dst, "null"...)
 	}
-	dec := math.Float64frombits(binary.LittleEndian.Uint64(slot[2:]))
-	u := roundCents(dec * q.rate[slot[1]])
-	if math.IsInf(u, 0) || math.IsNaN(u) {
+	u, ok := q.usd(int(slot[1]), math.Float64frombits(binary.LittleEndian.Uint64(slot[2:])))
+	if !ok {
 		return append(dst, "null"...)
 	}
 	return appendJSONFloat(dst, u)
