@@ -519,6 +519,32 @@ func (h *healer) TokensVersion() (uint64, bool) {
 	return set.epoch<<48 ^ set.st.TokensVersion(), true
 }
 
+// ViewsVersion is httpapi.ViewsVersioner: a number that changes with
+// every commit to the served store (store.ViewsVersion), with every
+// position the projector records as applied (poll times are read per
+// applied position, see views.pollTimes) and with the swap that made the
+// store current; not ok while the views are rebuilt. The parts are mixed,
+// not added, so that no two states share a number by arithmetic.
+func (h *healer) ViewsVersion() (uint64, bool) {
+	set := h.cur.Load()
+	if set == nil {
+		return 0, false
+	}
+	v := mix64(set.epoch)
+	v = mix64(v ^ set.st.ViewsVersion())
+	return mix64(v ^ set.proj.Applied().State), true
+}
+
+// mix64 is splitmix64's finalizer: a bijection of uint64 that spreads
+// every input bit over the output.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
 // PollTimes is httpapi.PollClock: when each poll last succeeded, as the
 // views served applied it (none while they are rebuilt).
 func (h *healer) PollTimes(ctx context.Context) *render.PollTimes {

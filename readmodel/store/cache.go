@@ -27,6 +27,9 @@ type cache struct {
 	// token record, and with every reset (a new USD quote, a swapped
 	// store): read without the lock by Store.TokensVersion.
 	tokenGen atomic.Uint64
+	// viewsGen moves (after the write) with every commit and every reset:
+	// read without the lock by Store.ViewsVersion.
+	viewsGen atomic.Uint64
 }
 
 type cachedPage struct {
@@ -229,6 +232,7 @@ func (c *cache) invalidate(keys []string, aliases, browse, tokens bool, sales []
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
+	c.viewsGen.Add(1)
 	if tokens {
 		c.tokenGen.Add(1)
 	}
@@ -251,6 +255,7 @@ func (c *cache) reset() {
 	defer c.mu.Unlock()
 	c.gen++
 	c.tokenGen.Add(1)
+	c.viewsGen.Add(1)
 	c.browseGen++
 	clear(c.views)
 	clear(c.sizes)

@@ -145,6 +145,14 @@ func (s *Store) Token(ctx context.Context, chain readmodel.Chain, address, token
 // clock passes a view's Until. Safe for concurrent use; it takes no lock.
 func (s *Store) TokensVersion() uint64 { return s.cache.tokenGen.Load() }
 
+// ViewsVersion is a number that changes, after the write, with every
+// commit (whatever it wrote: views, token records, poll statuses, the
+// USD quote) and every reset: while it holds, every read answers as
+// before except where the clock passes a time the read itself reports
+// (a listing's or cursor's expiry, a token view's Until, a floor's
+// fallback). Safe for concurrent use; it takes no lock.
+func (s *Store) ViewsVersion() uint64 { return s.cache.viewsGen.Load() }
+
 // RenderToken renders record r's TokenDetail as of now (with USD slots,
 // render.TemplateUSD) and returns when it next changes by the clock
 // alone (zero: never). royaltyBps is the collection's royalty (nil:
