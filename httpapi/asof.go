@@ -103,6 +103,16 @@ func liveCount(lv *render.ListingsView, window uint64, nowMs int64) (listed uint
 	return window + uint64(beyond), beyond > 0
 }
 
+// nextExpiry is the first of expires (sorted, unix milliseconds) after
+// nowMs: when liveCount next changes; 0 when none is left.
+func nextExpiry(expires []int64, nowMs int64) int64 {
+	i := sort.Search(len(expires), func(i int) bool { return expires[i] > nowMs })
+	if i == len(expires) {
+		return 0
+	}
+	return expires[i]
+}
+
 // appendSnapshot appends a listings page's `,"snapshot":{…}`: the
 // snapshot's asOf, how many listings are live and whether the ceiling cut
 // any.

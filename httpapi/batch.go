@@ -42,7 +42,8 @@ type TokensVersioner interface {
 // TokenDetail, or {error:{code,message}} with the code and message the
 // single endpoint would answer for that path (bad_request, not_found; a
 // node failure is not_found, as there). Never 502.
-func (s *Server) getTokens(c *fiber.Ctx, rt *route, now time.Time) error {
+func (s *Server) getTokens(c *fiber.Ctx, rt *route, rq request) error {
+	now := rq.now
 	// raw is a view of the request (Fiber is not Immutable): the ids
 	// below are views of it, and the memo key copies it.
 	raw := c.Query("ids")
@@ -123,12 +124,12 @@ func (s *Server) getTokens(c *fiber.Ctx, rt *route, now time.Time) error {
 	nowNs := now.UnixNano()
 	var h uint64
 	if versioned {
-		var body []byte
-		var t uint64
-		if body, t, h = s.memo.getUntil(key, nowNs); body != nil {
+		var e *memoEntry
+		if e, h = s.memo.lookup(key, nowNs); e != nil {
 			setJSON(c)
-			if !writeCache(c, rt, etag{h: t, valid: true}) {
-				c.Response().SetBodyRaw(body)
+			if tag := (etag{h: e.tag, valid: true}); !writeCache(c, rt, tag) {
+				c.Response().SetBodyRaw(e.body)
+				s.keep(c, rq, tag, e.expires, nil, rt.cacheControl, rt.cdnCacheControl)
 			}
 			return nil
 		}
@@ -163,11 +164,16 @@ func (s *Server) getTokens(c *fiber.Ctx, rt *route, now time.Time) error {
 		}
 		tag = tag.str(string(chain)).str(address).str(p.tokenID).version(a.tv.Version).num(a.tv.USD).num(uint64(a.asOf))
 	}
+	// The response memo writes each request's time into the slots; the
+	// page memo, which keeps bodies whole, only within the millisecond.
+	pageUntil := until
 	if timed { // the body embeds the read time, to the millisecond
-		if end := (now.UnixMilli() + 1) * int64(time.Millisecond); until == 0 || end < until {
-			until = end
+		if end := (now.UnixMilli() + 1) * int64(time.Millisecond); pageUntil == 0 || end < pageUntil {
+			pageUntil = end
 		}
 	}
+	var slotsBuf [MaxBatchTokens]int
+	slots := slotsBuf[:0]
 	setJSON(c)
 	resp := c.Response()
 	resp.AppendBodyString(`{"data":[`)
@@ -177,6 +183,9 @@ func (s *Server) getTokens(c *fiber.Ctx, rt *route, now time.Time) error {
 		}
 		a := &answers[i]
 		if a.err == nil {
+			if a.tv.Body.Timed {
+				slots = append(slots, len(resp.Body())+len(a.tv.Body.Head)) // appendTimedAsOf writes the time after Head
+			}
 			s.appendTimedAsOf(resp, a.tv.Body, now, a.asOf, true)
 			continue
 		}
@@ -190,10 +199,12 @@ func (s *Server) getTokens(c *fiber.Ctx, rt *route, now time.Time) error {
 	resp.AppendBodyString("]}")
 	if tag.valid {
 		if versioned {
-			s.memo.putUntil(key, h, resp.Body(), tag.h, until)
+			s.memo.putUntil(key, h, resp.Body(), tag.h, pageUntil)
 		}
 		// The body is built: on a match, writeCache empties it for the 304.
-		writeCache(c, rt, tag)
+		if !writeCache(c, rt, tag) {
+			s.keep(c, rq, tag, until, slots, rt.cacheControl, rt.cdnCacheControl)
+		}
 	} else {
 		writeCache(c, rt, etag{})
 	}

@@ -24,15 +24,20 @@ type stamp struct {
 
 // appendTime appends now in readmodel.TimeFormat.
 func (s *Server) appendTime(resp *fasthttp.Response, now time.Time) {
+	resp.AppendBody(s.timeText(now))
+}
+
+// timeText returns now in readmodel.TimeFormat: a shared buffer, never
+// modified.
+func (s *Server) timeText(now time.Time) []byte {
 	ms := now.UnixMilli()
 	if st := s.stamp.Load(); st != nil && st.ms == ms {
-		resp.AppendBody(st.text[:st.n])
-		return
+		return st.text[:st.n]
 	}
 	st := &stamp{ms: ms}
 	st.n = len(now.UTC().AppendFormat(st.text[:0], readmodel.TimeFormat))
 	s.stamp.Store(st)
-	resp.AppendBody(st.text[:st.n])
+	return st.text[:st.n]
 }
 
 // appendTimed appends a TimedBody with now in its slot.

@@ -55,7 +55,8 @@ func (s *Server) indexUsable(c *fiber.Ctx, now time.Time) error {
 	return nil
 }
 
-func (s *Server) getCollections(c *fiber.Ctx, rt *route, now time.Time) error {
+func (s *Server) getCollections(c *fiber.Ctx, rt *route, rq request) error {
+	now := rq.now
 	args := c.Context().QueryArgs()
 	sort := readmodel.SortVolume
 	if args.Has("sort") {
@@ -119,7 +120,7 @@ func (s *Server) getCollections(c *fiber.Ctx, rt *route, now time.Time) error {
 // Errors: 404 (unresolved id). Never 502: degraded indexer data is already
 // null fields / stale in the prepared detail; a node read failure answers
 // 404 (see status).
-func (s *Server) getCollection(c *fiber.Ctx, rt *route, _ time.Time) error {
+func (s *Server) getCollection(c *fiber.Ctx, rt *route, rq request) error {
 	cv, err := s.resolve(c)
 	if err != nil {
 		return err
@@ -129,12 +130,15 @@ func (s *Server) getCollection(c *fiber.Ctx, rt *route, _ time.Time) error {
 	}
 	setJSON(c)
 	asOf := cv.AsOf.Resolve(s.pollTimes(c.UserContext()))
-	if writeCache(c, rt, s.newETag("collection").str(cv.ID).version(cv.Version).num(cv.USD).num(uint64(asOf))) {
+	tag := s.newETag("collection").str(cv.ID).version(cv.Version).num(cv.USD).num(uint64(asOf))
+	if writeCache(c, rt, tag) {
 		return nil
 	}
 	resp := c.Response()
 	resp.AppendBodyString(`{"data":`)
 	appendWithAsOf(resp, cv.Detail, len(`},"stale":false}`), asOf, false) // stats.asOf
 	resp.AppendBodyString("}")
+	// A pure function of the views: no bound by the clock.
+	s.keep(c, rq, tag, 0, nil, rt.cacheControl, rt.cdnCacheControl)
 	return nil
 }

@@ -42,6 +42,17 @@ type cursor struct {
 	// snapshot and the snapshot version it was minted from.
 	offset  uint64
 	version uint64
+	// exp is when a parsed cursor stops verifying (unix seconds).
+	exp int64
+}
+
+// expiresAt is when parsed cursor k stops verifying, in unix nanoseconds;
+// 0 for a cursor that never does (the change feed's).
+func (k cursor) expiresAt() int64 {
+	if k.exp >= neverExpires/int64(time.Second) {
+		return 0
+	}
+	return k.exp * int64(time.Second)
 }
 
 // cursorCodec mints and verifies cursors: base64url(payload ‖ mac), the
@@ -80,6 +91,13 @@ func (m *cursorMAC) sign(payload []byte) []byte {
 func (cc *cursorCodec) expiry(now time.Time) int64 {
 	e := now.Add(cc.ttl).Unix()
 	return (e + 59) / 60 * 60
+}
+
+// mintedUntil is when the cursors appendCursor mints at now change (their
+// expiry moves to the next minute), in unix nanoseconds: expiry(now) holds
+// while now + ttl is before one second past it.
+func (cc *cursorCodec) mintedUntil(now time.Time) int64 {
+	return (cc.expiry(now)+1)*int64(time.Second) - int64(cc.ttl)
 }
 
 // appendCursor appends the encoded cursor for k to dst.
@@ -161,6 +179,7 @@ func (cc *cursorCodec) parse(text string, kind cursorKind, bind string, now time
 	if now.Unix() >= exp {
 		return cursor{}, errCursorExpired
 	}
+	k.exp = exp
 	return k, nil
 }
 

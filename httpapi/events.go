@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"strings"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -43,7 +42,8 @@ var (
 // the route's short s-maxage; a hot head page after a cursor is answered
 // from the page memo until the feed moves. Errors: 400
 // (cursor, limit, types), 404 (unresolved id), 502 (node failure).
-func (s *Server) getEvents(c *fiber.Ctx, rt *route, now time.Time) error {
+func (s *Server) getEvents(c *fiber.Ctx, rt *route, rq request) error {
+	now := rq.now
 	cv, err := s.resolve(c)
 	if err != nil {
 		return err
@@ -64,6 +64,7 @@ func (s *Server) getEvents(c *fiber.Ctx, rt *route, now time.Time) error {
 	}
 	var after uint64
 	var afterID string
+	var until int64 // the given cursor's expiry (keep); feed cursors have none
 	if text, ok := queryCursor(c); ok {
 		k, err := s.cursors.parse(text, cursorEvents, cv.ID, now)
 		if err != nil {
@@ -73,6 +74,7 @@ func (s *Server) getEvents(c *fiber.Ctx, rt *route, now time.Time) error {
 			return errCursorBad
 		}
 		after, afterID = k.offset, k.pos
+		until = k.expiresAt()
 	}
 	// A full page after a cursor is immutable: its body is remembered
 	// (page memo) by what the request names, and served without a read.
@@ -88,6 +90,7 @@ func (s *Server) getEvents(c *fiber.Ctx, rt *route, now time.Time) error {
 			setJSON(c)
 			if !writeCache(c, &full, tag) {
 				c.Response().SetBodyRaw(body)
+				s.keep(c, rq, tag, until, nil, full.cacheControl, full.cdnCacheControl)
 			}
 			return nil
 		}
@@ -118,6 +121,7 @@ func (s *Server) getEvents(c *fiber.Ctx, rt *route, now time.Time) error {
 		if body, h = s.memo.get(key); body != nil {
 			if !writeCache(c, cached, tag) {
 				c.Response().SetBodyRaw(body)
+				s.keep(c, rq, tag, until, nil, cached.cacheControl, cached.cdnCacheControl)
 			}
 			return nil
 		}
@@ -138,5 +142,6 @@ func (s *Server) getEvents(c *fiber.Ctx, rt *route, now time.Time) error {
 	if (immutable && s.memo != nil) || memoHead {
 		s.memo.put(key, h, resp.Body())
 	}
+	s.keep(c, rq, tag, until, nil, cached.cacheControl, cached.cdnCacheControl)
 	return nil
 }

@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"time"
-
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -12,7 +10,8 @@ import (
 // 404 (unresolved id, or no usable chain). Never 502: a total failure is
 // null floors with 200 (prepared by the projector); a node read failure
 // answers 404 (see status).
-func (s *Server) getFloor(c *fiber.Ctx, rt *route, now time.Time) error {
+func (s *Server) getFloor(c *fiber.Ctx, rt *route, rq request) error {
+	now := rq.now
 	cv, err := s.resolve(c)
 	if err != nil {
 		return err
@@ -42,7 +41,18 @@ func (s *Server) getFloor(c *fiber.Ctx, rt *route, now time.Time) error {
 	}
 	resp := c.Response()
 	resp.AppendBodyString(`{"data":`)
+	var timeAt []int
+	if body.Timed {
+		timeAt = []int{len(resp.Body()) + len(body.Head)} // appendTimedAsOf writes the time after Head
+	}
 	s.appendTimedAsOf(resp, body, now, asOf, false)
 	resp.AppendBodyString("}")
+	// The clock's part: updatedAt (the time slot), and the fallback that
+	// takes over at FallbackAfter.
+	var until int64
+	if !fallback && !fv.FallbackAfter.IsZero() {
+		until = fv.FallbackAfter.UnixNano()
+	}
+	s.keep(c, rq, tag, until, timeAt, rt.cacheControl, rt.cdnCacheControl)
 	return nil
 }

@@ -27,7 +27,7 @@ func FuzzCursorParse(f *testing.F) {
 		}
 		k, err := cc.parse(string(c), cursorListings, "id", t0)
 		require.NoError(t, err)
-		assert.Equal(t, cursor{kind: cursorListings, bind: "id", pos: pos, offset: off, version: off + 1}, k)
+		assert.Equal(t, cursor{kind: cursorListings, bind: "id", pos: pos, offset: off, version: off + 1, exp: cc.expiry(t0)}, k)
 	})
 }
 

@@ -114,9 +114,15 @@ func (e etag) appendTo(dst []byte) []byte {
 // which case it has already turned the response into a 304 and the caller
 // writes no body.
 func writeCache(c *fiber.Ctx, rt *route, tag etag) (notModified bool) {
+	return writeCacheHeaders(c, rt.cacheControl, rt.cdnCacheControl, tag)
+}
+
+// writeCacheHeaders is writeCache with the Cache-Control and
+// CDN-Cache-Control values given.
+func writeCacheHeaders(c *fiber.Ctx, cc, cdn []byte, tag etag) (notModified bool) {
 	h := &c.Response().Header
-	h.SetCanonical(headerCacheControlBytes, rt.cacheControl)
-	h.SetCanonical(headerCDNCacheControlBytes, rt.cdnCacheControl)
+	h.SetCanonical(headerCacheControlBytes, cc)
+	h.SetCanonical(headerCDNCacheControlBytes, cdn)
 	if !tag.valid {
 		return false
 	}

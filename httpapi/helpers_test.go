@@ -48,9 +48,14 @@ type fakeReader struct {
 	// tokensUnversioned makes TokensVersion answer not ok, as views
 	// being rebuilt do.
 	tokensUnversioned bool
-	feeds             map[string]*fakeFeed // change feeds by canonical id (events_test.go)
-	errs              map[string]error
-	calls             map[string]int
+	// viewsVer is ViewsVersion's answer once viewsVersioned is set (the
+	// response memo's tests, prepared_test.go): a test that changes what
+	// the fake holds bumps it, as a store's commit does.
+	viewsVersioned bool
+	viewsVer       uint64
+	feeds          map[string]*fakeFeed // change feeds by canonical id (events_test.go)
+	errs           map[string]error
+	calls          map[string]int
 
 	index *readmodel.PollStatus // the collection index's poll status; nil: none applied
 	polls render.PollTimes      // when each poll last succeeded (PollClock)
@@ -268,6 +273,14 @@ func (f *fakeReader) TokensVersion() (uint64, bool) {
 		sum += h.Sum64() ^ tv.Version ^ tv.USD<<32 // order-free: map order is random
 	}
 	return sum, true
+}
+
+// ViewsVersion is ViewsVersioner: not ok unless a test set
+// viewsVersioned, so that only the response memo's own tests run with it.
+func (f *fakeReader) ViewsVersion() (uint64, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.viewsVer, f.viewsVersioned
 }
 
 // ---- fixtures ----

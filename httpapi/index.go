@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"time"
-
 	"encoding/json"
 	"strings"
 
@@ -57,7 +55,7 @@ func openAPIPath(p string) string {
 
 // getIndex serves GET /v1: the API index (name, version, documentation
 // link, every endpoint). Errors: 429 only.
-func (s *Server) getIndex(c *fiber.Ctx, rt *route, _ time.Time) error {
+func (s *Server) getIndex(c *fiber.Ctx, rt *route, _ request) error {
 	setJSON(c)
 	if writeCache(c, rt, s.indexTag) {
 		return nil

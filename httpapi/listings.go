@@ -24,7 +24,8 @@ var (
 // after projection are skipped at request time. meta is present only when
 // a source is stale; 502 only when every source failed and nothing is
 // known. Errors: 400, 404, 502.
-func (s *Server) getListings(c *fiber.Ctx, rt *route, now time.Time) error {
+func (s *Server) getListings(c *fiber.Ctx, rt *route, rq request) error {
+	now := rq.now
 	cv, err := s.resolve(c)
 	if err != nil {
 		return err
@@ -37,6 +38,7 @@ func (s *Server) getListings(c *fiber.Ctx, rt *route, now time.Time) error {
 		return err
 	}
 	var offset, version uint64
+	var until int64 // when the clock changes this answer (keep); 0: never
 	if text, ok := queryCursor(c); ok {
 		k, err := s.cursors.parse(text, cursorListings, cv.ID, now)
 		if err != nil {
@@ -46,6 +48,7 @@ func (s *Server) getListings(c *fiber.Ctx, rt *route, now time.Time) error {
 			return errPastCeiling
 		}
 		offset, version = k.offset, k.version
+		until = k.expiresAt() // then the same request is a 400
 	}
 	lv, err := s.r.Listings(c.UserContext(), cv.ID, version)
 	if err != nil {
@@ -70,6 +73,9 @@ func (s *Server) getListings(c *fiber.Ctx, rt *route, now time.Time) error {
 	for i := range items {
 		if live(i) {
 			liveTotal++
+			if i < len(lv.ExpiresAt) && lv.ExpiresAt[i] != 0 {
+				until = earliest(until, lv.ExpiresAt[i]*int64(time.Millisecond))
+			}
 		} else {
 			expired++
 		}
@@ -79,6 +85,9 @@ func (s *Server) getListings(c *fiber.Ctx, rt *route, now time.Time) error {
 	}
 
 	listed, truncated := liveCount(&lv, liveTotal, nowMs)
+	if next := nextExpiry(lv.BeyondExpires, nowMs); next != 0 {
+		until = earliest(until, next*int64(time.Millisecond)) // listedCount moves then
+	}
 	asOf := lv.AsOf.Resolve(s.pollTimes(c.UserContext()))
 
 	setJSON(c)
@@ -92,6 +101,8 @@ func (s *Server) getListings(c *fiber.Ctx, rt *route, now time.Time) error {
 	var kb [160]byte
 	key, h, hit := s.pageFromMemo(c, newMemoKey(kb[:0], cursorListings).str(cv.ID).num(cv.Version).num(lv.Version).num(lv.USD).num(expired).num(offset).num(uint64(limit)).num(listed).num(uint64(asOf)), now)
 	if hit {
+		// The remembered body's cursor, if any, was minted this minute.
+		s.keep(c, rq, tag, earliest(until, s.cursors.mintedUntil(now)), nil, rt.cacheControl, rt.cdnCacheControl)
 		return nil
 	}
 	resp := c.Response()
@@ -119,6 +130,7 @@ func (s *Server) getListings(c *fiber.Ctx, rt *route, now time.Time) error {
 	if hasMore {
 		var b [512]byte
 		next = s.cursors.appendCursor(b[:0], cursor{kind: cursorListings, bind: cv.ID, offset: uint64(i), version: lv.Version}, now)
+		until = earliest(until, s.cursors.mintedUntil(now))
 	}
 	appendPagination(resp, next, hasMore)
 	appendSnapshot(resp, asOf, listed, truncated)
@@ -136,5 +148,6 @@ func (s *Server) getListings(c *fiber.Ctx, rt *route, now time.Time) error {
 	}
 	resp.AppendBodyString("}")
 	s.rememberPage(c, key, h)
+	s.keep(c, rq, tag, until, nil, rt.cacheControl, rt.cdnCacheControl)
 	return nil
 }

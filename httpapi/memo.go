@@ -36,15 +36,34 @@ type memoEntry struct {
 	hash    uint64
 	key     string
 	body    []byte // nil: a candidate, missed once
-	tag     uint64 // the body's entity tag (getUntil, putUntil)
+	tag     uint64 // the body's entity tag (lookup, putUntil)
 	expires int64  // unix nanoseconds the body is good until; 0: while its key holds
+	// The response memo's (prepared.go): where the request's time goes
+	// back into body (ascending offsets; none: nowhere), and the cache
+	// headers sent with it.
+	timeAt               []int
+	cacheControl, cdnCtl []byte
+	// stamped is the body with the time of one millisecond in its slots,
+	// made by the first answer of that millisecond and shared by the rest
+	// (set when timeAt is).
+	stamped *atomic.Pointer[stampedBody]
+}
+
+// stampedBody is a memo entry's body with the time of millisecond ms in
+// its slots; never modified.
+type stampedBody struct {
+	ms   int64
+	body []byte
 }
 
 func newPageMemo(reg *prometheus.Registry) (*pageMemo, error) {
-	c := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "marketd_http_page_memo_total",
-		Help: "Paged responses (listings, sales, collections) answered from a remembered body (hit) or built (miss).",
-	}, []string{"result"})
+	return newMemo(reg, "marketd_http_page_memo_total",
+		"Paged responses (listings, sales, collections) answered from a remembered body (hit) or built (miss).")
+}
+
+// newMemo is a memo counted under the metric name (labelled by result).
+func newMemo(reg *prometheus.Registry, name, help string) (*pageMemo, error) {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{"result"})
 	if err := reg.Register(c); err != nil {
 		return nil, err
 	}
@@ -75,30 +94,37 @@ func (m *pageMemo) put(key []byte, hash uint64, body []byte) {
 	m.putUntil(key, hash, body, 0, 0)
 }
 
-// getUntil is get for a body put by putUntil: it also returns the body's
-// entity tag, and misses once the clock (now, unix nanoseconds) reaches
-// the body's expiry.
-func (m *pageMemo) getUntil(key []byte, now int64) (body []byte, tag, hash uint64) {
-	hash = maphash.Bytes(m.seed, key)
+// lookup returns the entry of key whose body is good at now (unix
+// nanoseconds), or nil and the key's hash for a later keep. The entry is
+// shared: never modify it.
+func (m *pageMemo) lookup(key []byte, now int64) (*memoEntry, uint64) {
+	hash := maphash.Bytes(m.seed, key)
 	e := m.slots[hash%memoSlots].Load()
 	if e != nil && e.body != nil && e.hash == hash && (e.expires == 0 || now < e.expires) && e.key == string(key) {
 		m.hits.Inc()
-		return e.body, e.tag, hash
+		return e, hash
 	}
 	m.misses.Inc()
-	return nil, 0, hash
+	return nil, hash
 }
 
 // putUntil is put of a body with its entity tag that is good until
 // expires (unix nanoseconds; 0: while its key holds).
 func (m *pageMemo) putUntil(key []byte, hash uint64, body []byte, tag uint64, expires int64) {
+	m.keep(key, hash, memoEntry{body: body, tag: tag, expires: expires})
+}
+
+// keep offers entry e for key (hash from lookup): the first offer marks
+// the key in its slot, the next one keeps e with a copy of its body.
+func (m *pageMemo) keep(key []byte, hash uint64, e memoEntry) {
 	slot := &m.slots[hash%memoSlots]
-	e := slot.Load()
+	old := slot.Load()
 	switch {
-	case e == nil || e.hash != hash || e.key != string(key):
+	case old == nil || old.hash != hash || old.key != string(key):
 		slot.Store(&memoEntry{hash: hash, key: string(key)})
-	case e.body == nil || e.expires != 0: // a candidate, or a body that expired
-		slot.Store(&memoEntry{hash: hash, key: e.key, body: bytes.Clone(body), tag: tag, expires: expires})
+	case old.body == nil || old.expires != 0: // a candidate, or a body that expired
+		e.hash, e.key, e.body = hash, old.key, bytes.Clone(e.body)
+		slot.Store(&e)
 	}
 }
 

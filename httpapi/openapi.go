@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"time"
-
 	_ "embed"
 
 	"github.com/gofiber/fiber/v2"
@@ -18,7 +16,7 @@ var openAPITag = newETag("openapi").str(string(OpenAPIDocument))
 
 // getOpenAPI serves GET /v1/openapi.json: the OpenAPI document, bare (no
 // data wrapper). Errors: 429 only.
-func (s *Server) getOpenAPI(c *fiber.Ctx, rt *route, _ time.Time) error {
+func (s *Server) getOpenAPI(c *fiber.Ctx, rt *route, _ request) error {
 	setJSON(c)
 	if writeCache(c, rt, openAPITag) {
 		return nil

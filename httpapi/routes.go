@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"strconv"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 )
@@ -32,7 +31,11 @@ type route struct {
 	// never502 marks endpoints that SPEC §7 says never answer 502 (detail,
 	// floor, token, index, openapi): a node failure there answers 404.
 	never502 bool
-	handle   func(s *Server, c *fiber.Ctx, rt *route, now time.Time) error
+	// prepared marks routes whose successes the response memo keeps
+	// (prepared.go): their handlers call keep with every time bound of
+	// what they wrote.
+	prepared bool
+	handle   func(s *Server, c *fiber.Ctx, rt *route, rq request) error
 
 	cacheControl    []byte // precomputed Cache-Control on success
 	cdnCacheControl []byte // precomputed CDN-Cache-Control on success
@@ -45,13 +48,13 @@ func routeTable() []*route {
 		{pattern: "/v1", summary: "API index", bucket: bucketItem, maxAge: 3600, never502: true, handle: (*Server).getIndex},
 		{pattern: "/v1/openapi.json", summary: "OpenAPI 3.1 description", bucket: bucketItem, maxAge: 3600, never502: true, handle: (*Server).getOpenAPI},
 		{pattern: "/v1/collections", summary: "Browse collections", bucket: bucketList, maxAge: 60, handle: (*Server).getCollections},
-		{pattern: "/v1/collections/:id", summary: "Collection detail", bucket: bucketItem, maxAge: 30, never502: true, handle: (*Server).getCollection},
-		{pattern: "/v1/collections/:id/floor", summary: "Collection floor", bucket: bucketItem, maxAge: 10, never502: true, handle: (*Server).getFloor},
-		{pattern: "/v1/collections/:id/listings", summary: "Active listings", bucket: bucketList, maxAge: 15, handle: (*Server).getListings},
-		{pattern: "/v1/collections/:id/sales", summary: "Completed sales", bucket: bucketList, maxAge: 30, handle: (*Server).getSales},
-		{pattern: "/v1/collections/:id/events", summary: "Change feed", bucket: bucketList, maxAge: 5, handle: (*Server).getEvents},
-		{pattern: "/v1/tokens", summary: "Several tokens' detail", bucket: bucketItem, maxAge: 30, never502: true, handle: (*Server).getTokens},
-		{pattern: "/v1/tokens/:chain/:address/:tokenId", summary: "Token detail", bucket: bucketItem, maxAge: 30, never502: true, handle: (*Server).getToken},
+		{pattern: "/v1/collections/:id", summary: "Collection detail", bucket: bucketItem, maxAge: 30, never502: true, prepared: true, handle: (*Server).getCollection},
+		{pattern: "/v1/collections/:id/floor", summary: "Collection floor", bucket: bucketItem, maxAge: 10, never502: true, prepared: true, handle: (*Server).getFloor},
+		{pattern: "/v1/collections/:id/listings", summary: "Active listings", bucket: bucketList, maxAge: 15, prepared: true, handle: (*Server).getListings},
+		{pattern: "/v1/collections/:id/sales", summary: "Completed sales", bucket: bucketList, maxAge: 30, prepared: true, handle: (*Server).getSales},
+		{pattern: "/v1/collections/:id/events", summary: "Change feed", bucket: bucketList, maxAge: 5, prepared: true, handle: (*Server).getEvents},
+		{pattern: "/v1/tokens", summary: "Several tokens' detail", bucket: bucketItem, maxAge: 30, never502: true, prepared: true, handle: (*Server).getTokens},
+		{pattern: "/v1/tokens/:chain/:address/:tokenId", summary: "Token detail", bucket: bucketItem, maxAge: 30, never502: true, prepared: true, handle: (*Server).getToken},
 	}
 }
 

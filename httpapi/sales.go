@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"time"
-
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/marketd/marketd/readmodel"
@@ -16,7 +14,8 @@ var errNoContract = readmodel.Errorf(readmodel.NotFound, "collection has no stor
 // 400 (from Reader). Pages may hold fewer than limit items, even none,
 // while hasMore is true (SPEC sales rule 2). Errors: 400, 404 (unresolved,
 // or no contractAddress), 502.
-func (s *Server) getSales(c *fiber.Ctx, rt *route, now time.Time) error {
+func (s *Server) getSales(c *fiber.Ctx, rt *route, rq request) error {
+	now := rq.now
 	cv, err := s.resolve(c)
 	if err != nil {
 		return err
@@ -29,6 +28,9 @@ func (s *Server) getSales(c *fiber.Ctx, rt *route, now time.Time) error {
 		return err
 	}
 	var after string
+	// The clock's part (keep): the next cursor's expiry, minted by the
+	// minute, and the given cursor's own.
+	until := s.cursors.mintedUntil(now)
 	if text, ok := queryCursor(c); ok {
 		k, err := s.cursors.parse(text, cursorSales, cv.ID, now)
 		if err != nil {
@@ -38,21 +40,23 @@ func (s *Server) getSales(c *fiber.Ctx, rt *route, now time.Time) error {
 			return errCursorBad
 		}
 		after = k.pos
+		until = earliest(until, k.expiresAt())
 	}
 	page, err := s.r.Sales(c.UserContext(), cv.ID, after, limit)
 	if err != nil {
 		return err
 	}
 	setJSON(c)
-	if writeCache(c, rt, s.newETag("sales").str(cv.ID).str(after).version(page.Version).num(page.USD)) {
+	tag := s.newETag("sales").str(cv.ID).str(after).version(page.Version).num(page.USD)
+	if writeCache(c, rt, tag) {
 		return nil
 	}
 	var kb [160]byte
 	key, h, hit := s.pageFromMemo(c, newMemoKey(kb[:0], cursorSales).str(cv.ID).str(after).num(page.Version).num(page.USD).num(uint64(limit)), now)
-	if hit {
-		return nil
+	if !hit {
+		s.writePage(c, page, cursorSales, cv.ID, now)
+		s.rememberPage(c, key, h)
 	}
-	s.writePage(c, page, cursorSales, cv.ID, now)
-	s.rememberPage(c, key, h)
+	s.keep(c, rq, tag, until, nil, rt.cacheControl, rt.cdnCacheControl)
 	return nil
 }

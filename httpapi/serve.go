@@ -14,21 +14,22 @@ import (
 func (s *Server) clock() time.Time { return time.Now() }
 
 // serve wraps a route's GET handler: CORS headers, the rate bucket, the
-// handler, the one error mapping, metrics. A panic in a handler is answered
-// as a node failure, never a dropped connection. The request reads the
-// clock once: its start is the rate window's, the cursors' and the time
-// slots' now, unless Config.Now injects another clock.
+// response memo of a prepared route, the handler, the one error mapping,
+// metrics. A panic in a handler is answered as a node failure, never a
+// dropped connection. The request reads the clock once: its start is the
+// rate window's, the cursors' and the time slots' now, unless Config.Now
+// injects another clock.
 func (s *Server) serve(rt *route) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		start := s.clock()
-		now := start
+		rq := request{now: start}
 		if s.injectedNow {
-			now = s.now()
+			rq.now = s.now()
 		}
 		setCORS(c)
-		err := s.limit(c, rt, now)
-		if err == nil {
-			err = s.call(rt, c, now)
+		err := s.limit(c, rt, rq.now)
+		if err == nil && !(rt.prepared && s.servePrepared(c, &rq)) {
+			err = s.call(rt, c, rq)
 		}
 		if err != nil {
 			s.writeError(c, rt, err)
@@ -38,13 +39,13 @@ func (s *Server) serve(rt *route) fiber.Handler {
 	}
 }
 
-func (s *Server) call(rt *route, c *fiber.Ctx, now time.Time) (err error) {
+func (s *Server) call(rt *route, c *fiber.Ctx, rq request) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = readmodel.Wrap(readmodel.Internal, fmt.Errorf("panic: %v", p), "handler panic")
 		}
 	}()
-	return rt.handle(s, c, rt, now)
+	return rt.handle(s, c, rt, rq)
 }
 
 // preflight answers OPTIONS on a route: 204 with the CORS headers, not

@@ -107,6 +107,8 @@ type Server struct {
 	etagSalt     uint64          // per-process salt of view ETags
 	indexTag     etag
 	memo         *pageMemo             // bodies of hot pages; nil: every page is built
+	resp         *pageMemo             // whole responses of prepared routes (prepared.go)
+	versions     ViewsVersioner        // nil: the Reader cannot say; no response memo
 	stamp        atomic.Pointer[stamp] // the last time slot written
 }
 
@@ -165,6 +167,11 @@ func New(cfg Config, r Reader, log zerolog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	resp, err := newMemo(reg, "marketd_http_response_memo_total",
+		"Requests of prepared routes answered from a remembered response (hit) or built (miss).")
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
 		r:            r,
 		log:          log.With().Str("component", "httpapi").Logger(),
@@ -176,10 +183,12 @@ func New(cfg Config, r Reader, log zerolog.Logger) (*Server, error) {
 		metrics:      m,
 		etagSalt:     binary.LittleEndian.Uint64(salt[:]),
 		memo:         memo,
+		resp:         resp,
 		rowRetention: cfg.RowRetention,
 	}
 	s.indexStatus, _ = r.(IndexStatus)
 	s.polls, _ = r.(PollClock)
+	s.versions, _ = r.(ViewsVersioner)
 	s.app = fiber.New(fiber.Config{
 		AppName:               "marketd",
 		CaseSensitive:         true, // Solana mints are case-sensitive

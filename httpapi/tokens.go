@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"time"
-
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -59,7 +57,8 @@ func validToken(chainText, address, tokenID string) (readmodel.Chain, string, er
 //
 // The path parameters are views into the request (pathParamView): the
 // lookup and the ETag keep nothing of them.
-func (s *Server) getToken(c *fiber.Ctx, rt *route, now time.Time) error {
+func (s *Server) getToken(c *fiber.Ctx, rt *route, rq request) error {
+	now := rq.now
 	chainText, _, _ := pathParamView(c, "chain")
 	address, _, ok := pathParamView(c, "address")
 	if !ok {
@@ -82,12 +81,20 @@ func (s *Server) getToken(c *fiber.Ctx, rt *route, now time.Time) error {
 	}
 	setJSON(c)
 	asOf := s.tokenAsOf(c.UserContext(), chain)
-	if writeCache(c, rt, s.newETag("token").str(string(chain)).str(address).str(tokenID).version(tv.Version).num(tv.USD).num(uint64(asOf))) {
+	tag := s.newETag("token").str(string(chain)).str(address).str(tokenID).version(tv.Version).num(tv.USD).num(uint64(asOf))
+	if writeCache(c, rt, tag) {
 		return nil
 	}
 	resp := c.Response()
 	resp.AppendBodyString(`{"data":`)
+	var timeAt []int
+	if tv.Body.Timed {
+		timeAt = []int{len(resp.Body()) + len(tv.Body.Head)} // appendTimedAsOf writes the time after Head
+	}
 	s.appendTimedAsOf(resp, tv.Body, now, asOf, true)
 	resp.AppendBodyString("}")
+	// The clock's part: the time slot, and Until (a listing it shows
+	// expires).
+	s.keep(c, rq, tag, tv.Until, timeAt, rt.cacheControl, rt.cdnCacheControl)
 	return nil
 }

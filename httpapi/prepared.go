@@ -1,0 +1,143 @@
+package httpapi
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// ViewsVersioner is implemented by a Reader that can tell at once whether
+// any read may answer differently (cmd/marketd's views can): the routes
+// marked prepared then answer a repeated request target from the
+// response memo, without resolving an id, verifying a cursor or reading
+// a view.
+type ViewsVersioner interface {
+	// ViewsVersion returns a number that changes whenever any read may
+	// answer differently other than by the clock; ok is false when it
+	// cannot say (the views are being rebuilt). The clock's part is the
+	// handlers' to bound (keep's until).
+	ViewsVersion() (v uint64, ok bool)
+}
+
+// memoResponse is the response memo's key kind.
+const memoResponse cursorKind = 'R'
+
+// request is what serve hands a route's handler besides the Fiber
+// context.
+type request struct {
+	now time.Time // the request's clock: Config.Now, else its start
+	// memo is set when the response memo was consulted for this request
+	// and missed: a handler that builds a success offers it with keep,
+	// under ver, the views' version read before any view was (a body
+	// built from views newer than ver is only ever served while ver
+	// holds, which it no longer does).
+	memo      bool
+	ver, hash uint64
+}
+
+// responseKey is the response memo's key of a request target at views
+// version ver: the raw request-target (path and query, as sent), so two
+// spellings of one resource are two entries, never one entry for two.
+func responseKey(buf []byte, ver uint64, c *fiber.Ctx) memoKey {
+	k := newMemoKey(buf, memoResponse).num(ver)
+	return append(k, c.Context().RequestURI()...)
+}
+
+// servePrepared answers rq from the response memo when it holds a success
+// for this request target at the views' current version that is still
+// good by the clock: the same status, body and headers the handler would
+// write (a 304 when If-None-Match matches its ETag), with the request's
+// own time in the body's time slot. It reports whether it answered; when
+// it did not, rq says how the handler may keep what it builds.
+func (s *Server) servePrepared(c *fiber.Ctx, rq *request) bool {
+	if s.versions == nil || s.resp == nil {
+		return false
+	}
+	ver, ok := s.versions.ViewsVersion()
+	if !ok {
+		return false
+	}
+	var kb [1024]byte
+	e, h := s.resp.lookup(responseKey(kb[:0], ver, c), rq.now.UnixNano())
+	if e == nil {
+		rq.memo, rq.ver, rq.hash = true, ver, h
+		return false
+	}
+	setJSON(c)
+	if writeCacheHeaders(c, e.cacheControl, e.cdnCtl, etag{h: e.tag, valid: true}) {
+		return true
+	}
+	resp := c.Response()
+	if len(e.timeAt) == 0 {
+		resp.SetBodyRaw(e.body)
+		return true
+	}
+	// The requests of one millisecond share one stamped body.
+	ms := rq.now.UnixMilli()
+	if sb := e.stamped.Load(); sb != nil && sb.ms == ms {
+		resp.SetBodyRaw(sb.body)
+		return true
+	}
+	t, from := s.timeText(rq.now), 0
+	body := make([]byte, 0, len(e.body)+len(e.timeAt)*len(t))
+	for _, at := range e.timeAt {
+		body = append(append(body, e.body[from:at]...), t...)
+		from = at
+	}
+	body = append(body, e.body[from:]...)
+	e.stamped.Store(&stampedBody{ms: ms, body: body})
+	resp.SetBodyRaw(body)
+	return true
+}
+
+// keep offers the success the handler has just written (status 200, its
+// body complete, the cache headers cc and cdn and the entity tag tag) to
+// the response memo, when rq consulted it. The response must be a
+// function of the request target, the views' version rq.ver and the
+// clock only up to until (unix nanoseconds; 0: no bound): a listing or
+// cursor that expires, a view's Until, a fallback that takes over.
+// timeAt are the body offsets, ascending, where appendTime wrote the
+// request's time (none: the body embeds it nowhere); the memo keeps the
+// body without them and writes each answer's own. A response without a
+// valid tag is not kept.
+func (s *Server) keep(c *fiber.Ctx, rq request, tag etag, until int64, timeAt []int, cc, cdn []byte) {
+	if !rq.memo || !tag.valid || c.Response().StatusCode() != fiber.StatusOK {
+		return
+	}
+	if until != 0 && rq.now.UnixNano() >= until {
+		return
+	}
+	body := c.Response().Body()
+	var slots []int
+	if len(timeAt) > 0 {
+		t := s.timeText(rq.now)
+		kept := make([]byte, 0, len(body)-len(timeAt)*len(t)) // a fresh slice: body stays as written
+		slots = make([]int, 0, len(timeAt))
+		from := 0
+		for _, at := range timeAt {
+			if at < from || at+len(t) > len(body) || string(body[at:at+len(t)]) != string(t) {
+				return // not where the handler said: keep nothing rather than a wrong body
+			}
+			kept = append(kept, body[from:at]...)
+			slots = append(slots, len(kept))
+			from = at + len(t)
+		}
+		body = append(kept, body[from:]...)
+	}
+	e := memoEntry{body: body, tag: tag.h, expires: until, timeAt: slots, cacheControl: cc, cdnCtl: cdn}
+	if len(slots) > 0 {
+		e.stamped = new(atomic.Pointer[stampedBody])
+	}
+	var kb [1024]byte
+	s.resp.keep(responseKey(kb[:0], rq.ver, c), rq.hash, e)
+}
+
+// earliest returns the earlier of two bounds in unix nanoseconds, where 0
+// means none.
+func earliest(a, b int64) int64 {
+	if a == 0 || (b != 0 && b < a) {
+		return b
+	}
+	return a
+}
