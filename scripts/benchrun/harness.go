@@ -148,6 +148,26 @@ type EPResult struct {
 	Err     string
 }
 
+// RPSRatio is marketd's rate against the reference's: the median of the
+// ratios of the runs made back to back (marketd's run i, then the
+// reference's run i). This machine's speed drifts between runs, and with
+// large bodies a run lands in one of two rates about 2× apart for either
+// server alike; a ratio of medians taken apart can then pair a slow
+// marketd run with a fast reference run (0.62 for the same prepared
+// bytes that measured 1.11 in the run before), a run pair cannot. 0
+// without reference runs.
+func (e *EPResult) RPSRatio() float64 {
+	if e.Ref == nil {
+		return 0
+	}
+	n := min(len(e.Marketd.Runs), len(e.Ref.Runs))
+	rs := make([]float64, 0, n)
+	for i := 0; i < n; i++ {
+		rs = append(rs, ratio(e.Marketd.Runs[i].RPS, e.Ref.Runs[i].RPS))
+	}
+	return median(rs)
+}
+
 // CycleRun is one ingest cycle through the admin API, after the simulator
 // ticks that brought its market's clock up to the wall clock.
 type CycleRun struct {
@@ -736,7 +756,7 @@ func (h *harness) readPath(ctx context.Context, n *node, s *SizeRun, withRef boo
 		line := fmt.Sprintf("%-20s %6d B  marketd %8.0f rps p50 %-8s p99 %-8s", ep.Name, c.BodyBytes, m.RPS, fmtDur(m.P50), fmtDur(m.P99))
 		if r.Ref != nil && len(r.Ref.Runs) > 0 {
 			rm := r.Ref.Median
-			line += fmt.Sprintf(" | ref %8.0f rps p50 %-8s p99 %-8s | %.2f×", rm.RPS, fmtDur(rm.P50), fmtDur(rm.P99), ratio(m.RPS, rm.RPS))
+			line += fmt.Sprintf(" | ref %8.0f rps p50 %-8s p99 %-8s | %.2f×", rm.RPS, fmtDur(rm.P50), fmtDur(rm.P99), r.RPSRatio())
 		}
 		if m.Non2xx > 0 || m.SockErrs > 0 {
 			line += fmt.Sprintf("  (non-2xx %d, socket errors %d)", m.Non2xx, m.SockErrs)

@@ -345,3 +345,36 @@ func TestRenderJoinProxy(t *testing.T) {
 	r.Sizes[1].Join = &JoinRun{Proxy: "replay", Err: "no NATS URL for a serve node: x"}
 	assert.Contains(t, renderReport(r), "**Not measured directly:** no NATS URL for a serve node: x. The replay of the whole stream (above) stands in for it")
 }
+
+// TestRPSRatioPairsRuns: the rps ratio pairs each marketd run with the
+// reference run made right after it, so a machine whose speed flips
+// between runs does not pair one server's slow runs with the other's
+// fast ones.
+func TestRPSRatioPairsRuns(t *testing.T) {
+	runs := func(rps ...float64) []Stat {
+		var s []Stat
+		for _, r := range rps {
+			s = append(s, Stat{RPS: r})
+		}
+		return s
+	}
+	tests := []struct {
+		name      string
+		m, ref    []float64
+		want      float64
+		noRefRuns bool
+	}{
+		{name: "equal servers on a machine that flips speed", m: []float64{16, 36, 16}, ref: []float64{16.5, 36, 17}, want: 16.0 / 16.5},
+		{name: "a steady machine", m: []float64{80, 82, 81}, ref: []float64{100, 100, 100}, want: 0.81},
+		{name: "no reference runs", m: []float64{80}, noRefRuns: true, want: 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &EPResult{Marketd: Measured{Runs: runs(tc.m...)}}
+			if !tc.noRefRuns {
+				e.Ref = &Measured{Runs: runs(tc.ref...)}
+			}
+			assert.InDelta(t, tc.want, e.RPSRatio(), 1e-9)
+		})
+	}
+}
