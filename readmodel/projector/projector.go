@@ -633,6 +633,7 @@ func (p *Projector) applyLocked(ctx context.Context, i int, ds []decoded) error 
 				if d.msg == nil {
 					continue
 				}
+				yield()
 				a.now, a.seq = d.msg.ObservedAt, d.sp.Seq
 				if a.now.IsZero() {
 					a.now = p.opts.Now()
