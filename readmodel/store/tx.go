@@ -127,8 +127,12 @@ func (t *Tx) del(k []byte) {
 	t.err = t.txn.Delete(k)
 }
 
-func (t *Tx) getRaw(k []byte) ([]byte, bool, error) {
-	it, err := t.txn.Get(k)
+func (t *Tx) getRaw(k []byte) ([]byte, bool, error) { return txnGet(t.txn, k) }
+
+// txnGet returns a copy of the value of k in txn; ok is false when k is
+// absent.
+func txnGet(txn *badger.Txn, k []byte) ([]byte, bool, error) {
+	it, err := txn.Get(k)
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return nil, false, nil
 	}
