@@ -19,6 +19,8 @@ import (
 //
 //	e/e/<cid><k>  the events seq k*feedBlock+1 .. (k+1)*feedBlock, a block
 //	              (evblock.go): k big-endian, 8 bytes
+//	e/e/<cid><k><l>  a part of the open block k: events appended to it
+//	              after its first write, up to its l-th (one byte)
 //	e/s/<cid>     the collection's feed head (first and next seq) and the
 //	              projector's state (its last listing set), packed
 //
@@ -77,64 +79,105 @@ func (t *Tx) FeedState(cid string) (FeedHead, []byte, error) {
 // the new head, which the caller stores with PutFeedState in the same
 // transaction. Of a longer append only the last are written; a block
 // wholly below the new head's first is deleted, one partly below it kept.
-// An append to the open block adds a segment to it, and compresses the
-// block again as one when the append fills it (evblock.go). A stored
-// block that does not match h is the transaction's error (damage).
+// An append to the open block writes its events as a part of the block (a
+// key of their own, evblock.go); one that fills the block seals it: the
+// block's events compressed again as one, its parts deleted. A stored
+// block that does not match h, met on the way, is the transaction's error
+// (damage).
 func (t *Tx) AppendEvents(cid string, h FeedHead, events []NewEvent) FeedHead {
 	keep := t.s.feedEvents()
 	next := h.Next + uint64(len(events))
 	first := max(h.First, next-min(next-1, keep))
 	had := h.First < h.Next // events were stored before: blocks blockOf(h.First)..blockOf(h.Next-1)
+	w := max(h.Next, first) // the first event written; those below first are not
+	// The append goes on in the open block (the one holding h.Next-1),
+	// which is kept: it is not below first's block.
+	goesOn := had && w == h.Next && (w-1)%feedBlock > 0
 	if had {
-		for k := blockOf(h.First); k <= blockOf(h.Next-1) && k < blockOf(first); k++ {
+		open := blockOf(h.Next - 1)
+		if !goesOn && (h.Next-1)%feedBlock != feedBlock-1 {
+			// The open block is deleted below or written anew (an append
+			// past the retention): its parts go with it.
+			t.deleteParts(cid, open, (h.Next-2)%feedBlock)
+		}
+		for k := blockOf(h.First); k <= open && k < blockOf(first); k++ {
 			t.del(blockKey(cid, k))
 		}
 	}
-	w := max(h.Next, first) // the first event written; those below first are not
 	for evs := events[w-h.Next:]; len(evs) > 0; {
 		k, off := blockOf(w), (w-1)%feedBlock
 		n := min(uint64(len(evs)), feedBlock-off)
-		var v []byte
-		if had && w == h.Next && off > 0 {
-			// The open block holds h.Next-1 (kept: it is not below first's
-			// block): add a segment.
-			old, ok, err := t.getRaw(blockKey(cid, k))
-			if err != nil {
-				t.err = errors.Join(t.err, err)
-				return FeedHead{First: first, Next: next}
-			}
-			start, stored, shapeOK := blockShape(old)
-			if !ok || !shapeOK || start+stored != off {
-				t.err = errors.Join(t.err, errCorruptBlock())
-				return FeedHead{First: first, Next: next}
-			}
-			v = appendSegment(old, evs[:n])
-			if off+n == feedBlock {
-				v = t.sealBlock(v) // segs+1 segments: one now
-			}
-		} else {
-			v = newBlock(off, evs[:n])
+		switch {
+		case goesOn && w == h.Next && off+n == feedBlock:
+			t.set(blockKey(cid, k), t.seal(cid, k, off, evs[:n]))
+		case goesOn && w == h.Next:
+			t.set(partKey(cid, k, off+n-1), newBlock(off, evs[:n]))
+		default:
+			t.set(blockKey(cid, k), newBlock(off, evs[:n]))
 		}
-		t.set(blockKey(cid, k), v)
 		evs, w = evs[n:], w+n
 	}
 	t.sales = append(t.sales, feedFamily(cid)) // cached pages of this feed are stale after the commit
 	return FeedHead{First: first, Next: next}
 }
 
-// sealBlock returns full block v compressed as one segment; when v does
-// not decode (damage) it returns v and that is the transaction's error.
-func (t *Tx) sealBlock(v []byte) []byte {
-	start, stored, err := decodeBlock(v)
+// openBlock reads the base of collection cid's open block k and its parts
+// up to the one ending with the block's last-th event: the base's start
+// and the values, oldest first. A missing or damaged one is
+// errCorruptBlock.
+func (t *Tx) openBlock(cid string, k, last uint64) (uint64, [][]byte, error) {
+	base, ok, err := t.getRaw(blockKey(cid, k))
+	if err != nil {
+		return 0, nil, err
+	}
+	start, n, shapeOK := blockShape(base)
+	if !ok || !shapeOK || start+n > last+1 {
+		return 0, nil, errCorruptBlock()
+	}
+	parts, err := openParts(t.getRaw, cid, k, start+n, last)
+	if err != nil {
+		return 0, nil, err
+	}
+	return start, append([][]byte{base}, parts...), nil
+}
+
+// seal returns collection cid's open block k with evs, which fill it from
+// its off-th event, compressed as one, and deletes the block's parts.
+func (t *Tx) seal(cid string, k, off uint64, evs []NewEvent) []byte {
+	start, vals, err := t.openBlock(cid, k, off-1)
 	if err != nil {
 		t.err = errors.Join(t.err, err)
-		return v
+		return nil
 	}
-	evs := make([]NewEvent, len(stored))
-	for i, e := range stored {
-		evs[i] = NewEvent{Type: e.typ, ID: e.id, Body: e.body}
+	var all []NewEvent
+	for i, v := range vals {
+		_, stored, err := decodeBlock(v)
+		if err != nil {
+			t.err = errors.Join(t.err, err)
+			return nil
+		}
+		for _, e := range stored {
+			all = append(all, NewEvent{Type: e.typ, ID: e.id, Body: e.body})
+		}
+		if i > 0 {
+			t.del(partKey(cid, k, start+uint64(len(all))-1))
+		}
 	}
-	return newBlock(start, evs)
+	return newBlock(start, append(all, evs...))
+}
+
+// deleteParts deletes the parts of collection cid's open block k, whose
+// newest event is its last-th.
+func (t *Tx) deleteParts(cid string, k, last uint64) {
+	_, vals, err := t.openBlock(cid, k, last)
+	if err != nil {
+		t.err = errors.Join(t.err, err)
+		return
+	}
+	for _, v := range vals[1:] {
+		s, n, _ := blockShape(v)
+		t.del(partKey(cid, k, s+n-1))
+	}
 }
 
 // FeedRetention is how many events of each collection the store keeps
@@ -282,6 +325,20 @@ func (r *blockReader) event(seq uint64) (*storedEvent, error) {
 		}
 		base := k * feedBlock // seq base+1 is the block's first
 		lo, hi := max(r.head.First, base+1), min(r.head.Next-1, base+feedBlock)
+		if end := r.start + uint64(len(r.evs)); base+end < hi {
+			// The open block: its newer events are in its parts.
+			parts, err := openParts(func(k []byte) ([]byte, bool, error) { return txnGet(r.txn, k) }, r.cid, k, end, hi-base-1)
+			if err != nil {
+				return nil, err
+			}
+			for _, p := range parts {
+				_, evs, err := decodeBlock(p)
+				if err != nil {
+					return nil, err
+				}
+				r.evs = append(r.evs, evs...)
+			}
+		}
 		if base+1+r.start > lo || base+r.start+uint64(len(r.evs)) < hi {
 			return nil, errCorruptBlock()
 		}

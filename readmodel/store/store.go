@@ -41,7 +41,8 @@ type Options struct {
 	// 0 means 5 minutes.
 	ListingsRetention time.Duration
 	// NoSuperseded skips keeping superseded listing snapshots (a replay
-	// build serves nobody while it runs).
+	// build serves nobody while it runs). Without it the store keeps those
+	// it served (served.go).
 	NoSuperseded bool
 	// CacheEntries bounds each in-process cache map; 0 means 50 000.
 	CacheEntries int
@@ -105,6 +106,8 @@ type Store struct {
 	stopGC         sync.Once
 	gcRuns         atomic.Int64 // value-log files rewritten by gcLoop
 	salesBytes     atomic.Int64 // bytes of sales (keys and values) committed since Open
+
+	served *servedListings // listing snapshots served, for PutListings (served.go)
 
 	flightMu sync.Mutex
 	flights  map[string]*pageFlight // page reads in progress, by cache key and generation
@@ -229,6 +232,16 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, err
 	}
+	last, _, err := s.get(kVersion)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	var before uint64
+	if len(last) == 8 {
+		before = binary.BigEndian.Uint64(last)
+	}
+	s.served = newServedListings(before)
 	go s.gcLoop()
 	return s, nil
 }
@@ -634,7 +647,7 @@ func (s *Store) Floor(ctx context.Context, id string) (render.FloorView, error) 
 }
 
 // Listings returns the listing snapshot of canonical id at version while
-// the node still holds it (superseded snapshots are kept for
+// the node still holds it (superseded snapshots it served are kept for
 // Options.ListingsRetention), else the current one; version 0 means
 // current. Callers compare the returned Version with what they asked for.
 // A collection with no snapshot yet yields an empty current view (version
@@ -646,7 +659,7 @@ func (s *Store) Listings(ctx context.Context, id string, version uint64) (render
 		k := string(key(pOldListings, id, string(ok)))
 		c, gen, hit := s.cache.get(k)
 		if hit {
-			return c.(render.ListingsView), nil
+			return s.servedView(id, c.(render.ListingsView)), nil
 		}
 		b, found, err := s.get([]byte(k))
 		if err != nil {
@@ -657,7 +670,7 @@ func (s *Store) Listings(ctx context.Context, id string, version uint64) (render
 				q := s.USD()
 				v.Items, v.USD = fillItems(v.Items, q), q.Version
 				s.cache.put(k, v, gen)
-				return v, nil
+				return s.servedView(id, v), nil
 			}
 		}
 	}
@@ -665,7 +678,7 @@ func (s *Store) Listings(ctx context.Context, id string, version uint64) (render
 	kk := append(append(kb[:0], pListings...), id...)
 	c, gen, ok := s.cache.getBytes(kk)
 	if ok {
-		return c.(render.ListingsView), nil
+		return s.servedView(id, c.(render.ListingsView)), nil
 	}
 	k := string(kk)
 	b, ok, err := s.get([]byte(k)) // not kk: it would escape, and the buffer with it
@@ -682,7 +695,16 @@ func (s *Store) Listings(ctx context.Context, id string, version uint64) (render
 	q := s.USD()
 	v.Items, v.USD = fillItems(v.Items, q), q.Version
 	s.cache.put(k, v, gen)
-	return v, nil
+	return s.servedView(id, v), nil
+}
+
+// servedView returns v, the listing snapshot of id, recording that it was
+// served (served.go).
+func (s *Store) servedView(id string, v render.ListingsView) render.ListingsView {
+	if v.Version != 0 {
+		s.served.mark(id, v.Version)
+	}
+	return v
 }
 
 // Sales returns up to limit sales of canonical id, newest first (block

@@ -127,8 +127,12 @@ func (t *Tx) del(k []byte) {
 	t.err = t.txn.Delete(k)
 }
 
-func (t *Tx) getRaw(k []byte) ([]byte, bool, error) {
-	it, err := t.txn.Get(k)
+func (t *Tx) getRaw(k []byte) ([]byte, bool, error) { return txnGet(t.txn, k) }
+
+// txnGet returns a copy of the value of k in txn; ok is false when k is
+// absent.
+func txnGet(txn *badger.Txn, k []byte) ([]byte, bool, error) {
+	it, err := txn.Get(k)
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return nil, false, nil
 	}
@@ -419,10 +423,11 @@ func (t *Tx) PutFloor(cid string, v render.FloorView) {
 func (t *Tx) DeleteFloor(cid string) { t.delView(key(pFloor, cid)) }
 
 // PutListings writes cid's current listing snapshot and keeps the one it
-// supersedes readable by version for Options.ListingsRetention.
+// supersedes readable by version for Options.ListingsRetention, when the
+// store served it (served.go): no cursor can name one it did not.
 func (t *Tx) PutListings(cid string, v render.ListingsView) {
 	old, unchanged := t.viewIfChanged(key(pListings, cid), encodeListings(v))
-	if !unchanged && len(old) >= 8 && !t.s.opts.NoSuperseded {
+	if !unchanged && len(old) >= 8 && !t.s.opts.NoSuperseded && t.s.served.served(cid, binary.BigEndian.Uint64(old[:8])) {
 		ok := key(pOldListings, cid, string(old[:8]))
 		t.setEntry(badger.NewEntry(ok, old).WithTTL(t.s.opts.ListingsRetention))
 		t.touched = append(t.touched, string(ok))
