@@ -125,17 +125,51 @@ func Recovered(r any, what string) error {
 // the process down before Open can return. It reads each table's index
 // and footer, not its blocks (a block's checksum is verified when it is
 // read). A missing dir has no tables.
+//
+// Only the tables the MANIFEST names are checked: a table file it does not
+// name is what a flush or compaction cut short by a crash left behind
+// (written, or only created and still zeros, before the MANIFEST recorded
+// it), and Badger's Open deletes it. When the MANIFEST cannot be read,
+// every table is checked (the MANIFEST's damage is Open's to report).
 func checkTables(dir string) (err error) {
 	names, err := filepath.Glob(filepath.Join(dir, "*.sst"))
 	if err != nil {
 		return nil
 	}
+	live := manifestTables(dir)
 	for _, name := range names {
+		if live != nil && !live[filepath.Base(name)] {
+			continue
+		}
 		if err := checkTable(name); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// manifestTables returns the file names of the tables dir's MANIFEST
+// records, or nil when it cannot be read.
+func manifestTables(dir string) (names map[string]bool) {
+	defer func() {
+		if recover() != nil {
+			names = nil
+		}
+	}()
+	fp, err := os.Open(filepath.Join(dir, badger.ManifestFilename))
+	if err != nil {
+		return nil
+	}
+	defer fp.Close()
+	m, _, err := badger.ReplayManifestFile(fp, 0, badger.DefaultOptions(dir).WithLogger(nil))
+	if err != nil {
+		return nil
+	}
+	names = make(map[string]bool, len(m.Tables))
+	for id := range m.Tables {
+		names[table.IDToFilename(id)] = true
+	}
+	return names
 }
 
 func checkTable(name string) (err error) {

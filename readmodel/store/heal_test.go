@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -61,4 +63,28 @@ func TestDamagedFilesAreSaidNotFatal(t *testing.T) {
 			assert.Contains(t, []string{DamageOpen, DamageRead, DamageDecode, DamagePanic, DamageChecksum}, reason)
 		})
 	}
+}
+
+// TestOrphanTableIsNotDamage: a table file the MANIFEST does not name (a
+// flush cut short by a kill: created at its size, still zeros) is not
+// damage; Badger deletes it at Open, and the store opens with what it had.
+func TestOrphanTableIsNotDamage(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := Open(ctx, dir, Options{MemTableSize: 8 << 20})
+	require.NoError(t, err)
+	want := StreamPos{Seq: 7, ID: strings.Repeat("x", 100)}
+	require.NoError(t, s.Update(ctx, func(tx *Tx) error { tx.SetPosition("S", want); return nil }))
+	require.NoError(t, s.Close(ctx))
+	orphan := filepath.Join(dir, "999999.sst")
+	require.NoError(t, os.WriteFile(orphan, make([]byte, 142684), 0o644))
+
+	s, err = Open(ctx, dir, Options{MemTableSize: 8 << 20})
+	require.NoError(t, err, "an orphan table is not damage")
+	defer s.Close(ctx)
+	require.NoError(t, s.Verify())
+	pos, err := s.Positions(ctx, "S")
+	require.NoError(t, err)
+	assert.Equal(t, []StreamPos{want}, pos)
+	assert.NoFileExists(t, orphan, "Badger deleted it at Open")
 }
