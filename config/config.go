@@ -85,6 +85,15 @@ type Config struct {
 	// value-log GC may use (store.Options.GCShare); 1 does not pace it.
 	ViewsGCShare float64
 
+	// MemoryLimit is the Go runtime's soft memory limit in bytes:
+	// MemoryLimitAuto (the default) gives it a third of the memory cgroup's
+	// limit when the process runs in one and GOMEMLIMIT is unset,
+	// MemoryLimitOff leaves the runtime alone.
+	MemoryLimit int64
+	// GoMemLimit is GOMEMLIMIT as the Go runtime read it at start ("" when
+	// unset): auto does not override what an operator set there.
+	GoMemLimit string
+
 	// Replay settings (role replay).
 	ReplayFromSeq uint64
 	ReplaySince   time.Time
@@ -116,6 +125,7 @@ func Default() Config {
 		RowRetention:   10 * time.Minute,
 		FeedEvents:     1000,
 		ViewsGCShare:   0.25,
+		MemoryLimit:    MemoryLimitAuto,
 		StreamReplicas: 1,
 		IngestLease:    10 * time.Second,
 		LogLevel:       "info",
@@ -280,6 +290,15 @@ func (c *Config) settings() []setting {
 		c.ViewsGCShare = f
 		return nil
 	}, func() string { return strconv.FormatFloat(c.ViewsGCShare, 'g', -1, 64) })
+	add("memory-limit", "the Go runtime's soft memory limit: auto (a third of the memory cgroup's limit, unless GOMEMLIMIT is set), off, or a size such as 1GiB or 1536MiB",
+		func(v string) error {
+			n, err := ParseMemoryLimit(v)
+			if err != nil {
+				return err
+			}
+			c.MemoryLimit = n
+			return nil
+		}, func() string { return FormatMemoryLimit(c.MemoryLimit) })
 	add("from-seq", "replay: start at this stream sequence", func(v string) error {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
@@ -324,6 +343,7 @@ func Load(args []string, getenv func(string) string, usage io.Writer) (Config, e
 			}
 		}
 	}
+	c.GoMemLimit = getenv("GOMEMLIMIT")
 	fs := flag.NewFlagSet("marketd", flag.ContinueOnError)
 	if usage == nil {
 		usage = io.Discard
@@ -510,6 +530,65 @@ func parsePrefixes(v string) ([]netip.Prefix, error) {
 		out = append(out, netip.PrefixFrom(a, a.BitLen()))
 	}
 	return out, nil
+}
+
+// MemoryLimit's two words.
+const (
+	MemoryLimitAuto int64 = -1
+	MemoryLimitOff  int64 = 0
+)
+
+// memUnits are the suffixes ParseMemoryLimit takes, longest first.
+var memUnits = []struct {
+	suffix string
+	mult   int64
+}{
+	{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10},
+	{"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3},
+	{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1},
+}
+
+// ParseMemoryLimit reads --memory-limit: "auto", "off", or a positive size
+// in bytes with an optional unit (B, KiB, MiB, GiB; K, M, G are binary
+// too; KB, MB, GB decimal). A size below 64 MiB is refused: the runtime
+// would collect without pause.
+func ParseMemoryLimit(v string) (int64, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "auto":
+		return MemoryLimitAuto, nil
+	case "off":
+		return MemoryLimitOff, nil
+	}
+	num, mult := strings.TrimSpace(v), int64(1)
+	for _, u := range memUnits {
+		if strings.HasSuffix(num, u.suffix) {
+			num, mult = strings.TrimSpace(strings.TrimSuffix(num, u.suffix)), u.mult
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || f <= 0 || f*float64(mult) > 1<<62 {
+		return 0, fmt.Errorf("not auto, off or a size such as 1GiB")
+	}
+	n := int64(f * float64(mult))
+	if n < 64<<20 {
+		return 0, fmt.Errorf("below 64MiB")
+	}
+	return n, nil
+}
+
+// FormatMemoryLimit is the inverse of ParseMemoryLimit (a size in MiB when
+// it is a whole number of them).
+func FormatMemoryLimit(n int64) string {
+	switch {
+	case n == MemoryLimitAuto:
+		return "auto"
+	case n == MemoryLimitOff:
+		return "off"
+	case n%(1<<20) == 0:
+		return strconv.FormatInt(n>>20, 10) + "MiB"
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 func quoteDefault(s string) string {

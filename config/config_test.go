@@ -33,6 +33,7 @@ func TestLoadDefaultsMatchDesign(t *testing.T) {
 	assert.Equal(t, "", c.CursorKey)
 	assert.Empty(t, c.TrustedProxies)
 	assert.Equal(t, 0.25, c.ViewsGCShare)
+	assert.Equal(t, config.MemoryLimitAuto, c.MemoryLimit)
 	assert.Len(t, c.Sources, 7)
 	for name, s := range c.Sources {
 		assert.Equal(t, 2*time.Minute, s.Interval, name)
@@ -84,6 +85,19 @@ func TestLoadPrecedence(t *testing.T) {
 				assert.Equal(t, 3, c.StreamReplicas)
 				assert.Equal(t, 5*time.Second, c.IngestLease)
 			}},
+		{"memory limit in MiB", []string{"--memory-limit", "1536MiB"}, nil,
+			func(t *testing.T, c config.Config) { assert.Equal(t, int64(1536)<<20, c.MemoryLimit) }},
+		{"memory limit in GiB from env", nil, map[string]string{"MARKETD_MEMORY_LIMIT": "1.5GiB"},
+			func(t *testing.T, c config.Config) { assert.Equal(t, int64(1536)<<20, c.MemoryLimit) }},
+		{"memory limit decimal", []string{"--memory-limit", "2GB"}, nil,
+			func(t *testing.T, c config.Config) { assert.Equal(t, int64(2e9), c.MemoryLimit) }},
+		{"memory limit off", []string{"--memory-limit", "off"}, nil,
+			func(t *testing.T, c config.Config) { assert.Equal(t, config.MemoryLimitOff, c.MemoryLimit) }},
+		{"GOMEMLIMIT is kept for auto to respect", nil, map[string]string{"GOMEMLIMIT": "900MiB"},
+			func(t *testing.T, c config.Config) {
+				assert.Equal(t, "900MiB", c.GoMemLimit)
+				assert.Equal(t, config.MemoryLimitAuto, c.MemoryLimit)
+			}},
 		{"replay since", []string{"--since", "2026-11-01T00:00:00Z", "--from-seq", "42"}, nil,
 			func(t *testing.T, c config.Config) {
 				assert.Equal(t, time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), c.ReplaySince.UTC())
@@ -128,6 +142,9 @@ func TestLoadRejectsBadValuesNamingTheSetting(t *testing.T) {
 		{"bad log level", []string{"--log-level", "loud"}, nil, "log-level"},
 		{"gc share not a number", []string{"--views-gc-share", "half"}, nil, "views-gc-share"},
 		{"gc share zero", nil, map[string]string{"MARKETD_VIEWS_GC_SHARE": "0"}, "MARKETD_VIEWS_GC_SHARE"},
+		{"memory limit not a size", []string{"--memory-limit", "lots"}, nil, "memory-limit"},
+		{"memory limit too small", nil, map[string]string{"MARKETD_MEMORY_LIMIT": "10MiB"}, "MARKETD_MEMORY_LIMIT"},
+		{"memory limit negative", []string{"--memory-limit", "-1GiB"}, nil, "memory-limit"},
 		{"gc share above a core", []string{"--views-gc-share", "1.5"}, nil, "views-gc-share"},
 	}
 	for _, tt := range tests {

@@ -104,6 +104,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		log.Info().Msg("no command given: running all (embedded NATS, simulator, ingest, projector, API)")
 	}
 	log.Info().Str("version", readBuildInfo().Version).Interface("config", cfg.Redacted()).Msg("starting")
+	setMemoryLimit(cfg, log)
 	if err := entry(ctx, cfg, log, stdout); err != nil {
 		return err
 	}
