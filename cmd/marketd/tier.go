@@ -139,7 +139,7 @@ func (a *admin) lead(ctx context.Context, lease *bus.Lease, changed <-chan struc
 	for {
 		if lease.Held() && lease.Term() != term {
 			start, t := time.Now(), lease.Term()
-			if _, err := a.RunIngest(ctx); err != nil {
+			if _, err := a.startupCycle(ctx); err != nil {
 				if ctx.Err() != nil {
 					return
 				}
@@ -191,7 +191,8 @@ func (a *admin) leaseReason() string {
 }
 
 // cycleDeadline bounds POST /admin/ingest: the poll interval, within
-// [minCycleDeadline, maxCycleDeadline].
+// [minCycleDeadline, maxCycleDeadline]. The node's own start-up cycles are
+// not bounded by it (admin.startupCycle).
 func cycleDeadline(cfg config.Config) time.Duration {
 	return min(max(cfg.PollInterval, minCycleDeadline), maxCycleDeadline)
 }

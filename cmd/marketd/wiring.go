@@ -173,7 +173,7 @@ func openAndServe(ctx context.Context, n *node, cfg config.Config, log zerolog.L
 				if hv != nil && hv.waitOpen(ctx) != nil {
 					return // shut down while the views were rebuilt
 				}
-				if _, err := adm.RunIngest(ctx); err != nil {
+				if _, err := adm.startupCycle(ctx); err != nil {
 					if ctx.Err() == nil {
 						log.Error().Err(err).Msg("first ingest cycle failed; the schedule will retry")
 					}
@@ -256,7 +256,33 @@ func (a *admin) Ready() bool { ok, _ := a.Readiness(); return ok }
 
 // RunIngest runs one full ingest cycle now and returns its summary once the
 // projector (if this role has one) has applied everything it published.
-func (a *admin) RunIngest(ctx context.Context) (any, error) { return a.runIngest(ctx, false, false) }
+// It is POST /admin/ingest, so it is bounded by the admin deadline
+// (cycleDeadline): past it the cycle is cancelled and the error is the
+// context's (504). The node's own cycles (the first at start-up, the first
+// of a lease term) are not bounded: see startupCycle.
+func (a *admin) RunIngest(ctx context.Context) (any, error) {
+	ctx, cancel := a.adminDeadline(ctx)
+	defer cancel()
+	return a.runIngest(ctx, false, false)
+}
+
+// startupCycle is the cycle a node runs on its own to turn ready: the first
+// one of `all` and `ingest`, and the first of each lease term. It runs until
+// it is done or ctx (shutdown) ends. The admin deadline is for a caller
+// waiting on an answer; at 100,000 collections x 100 tokens a first cycle
+// takes longer than its five minutes, and cutting it left the node unready
+// until the next scheduled cycle, which does the same.
+func (a *admin) startupCycle(ctx context.Context) (any, error) {
+	return a.runIngest(ctx, false, false)
+}
+
+// adminDeadline bounds ctx by cycleDeadline (none when it is 0).
+func (a *admin) adminDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	if a.cycleDeadline <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, a.cycleDeadline)
+}
 
 // RunFullIngest is RunIngest republishing every row
 // (httpapi.FullIngest): POST /admin/ingest?full=true. With purge
@@ -268,17 +294,14 @@ func (a *admin) RunIngest(ctx context.Context) (any, error) { return a.runIngest
 // valid, their views are kept) and the full cycle then refills the
 // stream with every subject.
 func (a *admin) RunFullIngest(ctx context.Context, purge bool) (any, error) {
+	ctx, cancel := a.adminDeadline(ctx)
+	defer cancel()
 	return a.runIngest(ctx, true, purge)
 }
 
 func (a *admin) runIngest(ctx context.Context, full, purge bool) (any, error) {
 	if a.ingest == nil {
 		return nil, errors.New("this role runs no ingest")
-	}
-	if a.cycleDeadline > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, a.cycleDeadline)
-		defer cancel()
 	}
 	if a.lease != nil && !a.lease.Held() {
 		return nil, fmt.Errorf("standby: the ingest lease is held by %q; run the cycle there", a.lease.State().Holder)
