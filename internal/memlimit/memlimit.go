@@ -11,8 +11,6 @@
 package memlimit
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -50,40 +48,39 @@ func Find(root string) (Cgroup, error) {
 	if err != nil {
 		return Cgroup{}, err
 	}
-	var v1Path, v2Path string
-	var haveV1, haveV2 bool
-	sc := bufio.NewScanner(bytes.NewReader(self))
-	for sc.Scan() {
-		// hierarchy-ID:controller-list:cgroup-path
-		parts := strings.SplitN(sc.Text(), ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		switch {
-		case parts[0] == "0" && parts[1] == "":
-			v2Path, haveV2 = parts[2], true
-		case hasController(parts[1], "memory"):
-			v1Path, haveV1 = parts[2], true
-		}
-	}
+	unified, memV1 := SelfCgroup(string(self))
 	// A v1 memory controller wins: where it is mounted, the unified
 	// hierarchy has no memory controller (a hybrid host).
-	if haveV1 {
-		return walk(filepath.Join(root, "sys/fs/cgroup/memory"), v1Path, "memory.limit_in_bytes", true)
+	if memV1 != "" {
+		return walk(filepath.Join(root, "sys/fs/cgroup/memory"), memV1, "memory.limit_in_bytes", true)
 	}
-	if haveV2 {
-		return walk(filepath.Join(root, "sys/fs/cgroup"), v2Path, "memory.max", false)
+	if unified != "" {
+		return walk(filepath.Join(root, "sys/fs/cgroup"), unified, "memory.max", false)
 	}
 	return Cgroup{}, nil
 }
 
-func hasController(list, name string) bool {
-	for _, c := range strings.Split(list, ",") {
-		if c == name {
-			return true
+// SelfCgroup returns a process's cgroup paths from its /proc/PID/cgroup
+// text: the unified (v2) path ("" if none) and the v1 memory path ("" if
+// none).
+func SelfCgroup(text string) (unified, memV1 string) {
+	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+		// hierarchy-ID:controller-list:cgroup-path
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if parts[0] == "0" && parts[1] == "" {
+			unified = parts[2]
+			continue
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			if c == "memory" {
+				memV1 = parts[2]
+			}
 		}
 	}
-	return false
+	return unified, memV1
 }
 
 // walk reads file in the group at path below mount and in each ancestor up
@@ -103,7 +100,7 @@ func walk(mount, path, file string, v1 bool) (Cgroup, error) {
 			if err != nil {
 				return Cgroup{}, err
 			}
-			if n > 0 && n < unlimited && (best.Limit == 0 || n < best.Limit) {
+			if n > 0 && (best.Limit == 0 || n < best.Limit) {
 				best.Limit, best.Dir = n, dir
 			}
 		}
@@ -111,9 +108,6 @@ func walk(mount, path, file string, v1 bool) (Cgroup, error) {
 			break
 		}
 		dir = filepath.Dir(dir)
-	}
-	if best.Limit == 0 {
-		return Cgroup{V1: v1}, nil
 	}
 	return best, nil
 }

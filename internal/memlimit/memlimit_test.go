@@ -91,3 +91,21 @@ func TestFind(t *testing.T) {
 		})
 	}
 }
+
+func TestSelfCgroup(t *testing.T) {
+	tests := []struct {
+		name, text, unified, mem string
+	}{
+		{name: "hybrid v1 host", text: "9:name=systemd:/\n4:memory:/process_api/abc\n3:cpuset:/\n0::/\n", unified: "/", mem: "/process_api/abc"},
+		{name: "v2 only", text: "0::/user.slice/session-1.scope\n", unified: "/user.slice/session-1.scope"},
+		{name: "joined controllers", text: "5:cpu,memory:/g\n", mem: "/g"},
+		{name: "nothing", text: ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			u, m := memlimit.SelfCgroup(tc.text)
+			assert.Equal(t, tc.unified, u)
+			assert.Equal(t, tc.mem, m)
+		})
+	}
+}

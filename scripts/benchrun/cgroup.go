@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/marketd/marketd/internal/memlimit"
 )
 
 // A memory cgroup puts a bound on a node the way a deployment would: the
@@ -107,28 +109,6 @@ func fmtSize(b int64) string {
 	}
 }
 
-// selfCgroup returns this process's cgroup paths from a /proc/self/cgroup
-// text: the unified (v2) path ("" if none) and the v1 memory path ("" if
-// none).
-func selfCgroup(text string) (unified, memV1 string) {
-	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		if parts[0] == "0" && parts[1] == "" {
-			unified = parts[2]
-			continue
-		}
-		for _, c := range strings.Split(parts[1], ",") {
-			if c == "memory" {
-				memV1 = parts[2]
-			}
-		}
-	}
-	return unified, memV1
-}
-
 // cgroupMounts returns the mount points of the cgroup2 hierarchy and of
 // the v1 memory controller from a /proc/self/mountinfo text ("" if absent).
 func cgroupMounts(text string) (v2, memV1 string) {
@@ -166,7 +146,7 @@ func cgroupMounts(text string) (v2, memV1 string) {
 func newMemCgroup(ctx context.Context, name string, limit int64) (*memCgroup, error) {
 	selfText, _ := os.ReadFile("/proc/self/cgroup")
 	mounts, _ := os.ReadFile("/proc/self/mountinfo")
-	unified, memPath := selfCgroup(string(selfText))
+	unified, memPath := memlimit.SelfCgroup(string(selfText))
 	v2Mount, v1Mount := cgroupMounts(string(mounts))
 	var why []string
 
@@ -287,7 +267,7 @@ func (g *memCgroup) learn(pid int) error {
 		return err
 	}
 	mounts, _ := os.ReadFile("/proc/self/mountinfo")
-	unified, memPath := selfCgroup(string(text))
+	unified, memPath := memlimit.SelfCgroup(string(text))
 	v2Mount, v1Mount := cgroupMounts(string(mounts))
 	switch {
 	case v2Mount != "" && unified != "" && fileExists(filepath.Join(v2Mount, unified, "memory.max")):

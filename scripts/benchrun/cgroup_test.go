@@ -48,24 +48,6 @@ func TestFmtSize(t *testing.T) {
 	assert.Equal(t, "1536 MiB", fmtSize(3<<29))
 }
 
-func TestSelfCgroup(t *testing.T) {
-	tests := []struct {
-		name, text, unified, mem string
-	}{
-		{name: "hybrid v1 host", text: "9:name=systemd:/\n4:memory:/process_api/abc\n3:cpuset:/\n0::/\n", unified: "/", mem: "/process_api/abc"},
-		{name: "v2 only", text: "0::/user.slice/session-1.scope\n", unified: "/user.slice/session-1.scope"},
-		{name: "joined controllers", text: "5:cpu,memory:/g\n", mem: "/g"},
-		{name: "nothing", text: ""},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			u, m := selfCgroup(tc.text)
-			assert.Equal(t, tc.unified, u)
-			assert.Equal(t, tc.mem, m)
-		})
-	}
-}
-
 func TestCgroupMounts(t *testing.T) {
 	text := `30 22 0:27 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
 31 30 0:28 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
