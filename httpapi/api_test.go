@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/pb33f/libopenapi"
@@ -148,4 +149,15 @@ func (h *harness) resolveFake(id string) string {
 		return c
 	}
 	return id
+}
+
+// TestOnRequestSeesEveryRequest: Config.OnRequest is called once for every
+// request, answered or not (cmd/marketd counts arriving reads with it, so
+// that background work gives way to them).
+func TestOnRequestSeesEveryRequest(t *testing.T) {
+	var n atomic.Int64
+	h := MustHarness(t, func(c *Config) { c.OnRequest = func() { n.Add(1) } })
+	assert.Equal(t, 200, h.get("/v1/collections").status)
+	assert.Equal(t, 404, h.get("/v1/nowhere").status)
+	assert.Equal(t, int64(2), n.Load())
 }

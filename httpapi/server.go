@@ -21,6 +21,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+	"github.com/valyala/fasthttp"
 
 	"github.com/marketd/marketd/readmodel"
 	"github.com/marketd/marketd/readmodel/render"
@@ -80,6 +81,10 @@ type Config struct {
 	Now          func() time.Time // clock for rate windows, cursor expiry and time slots; nil → time.Now
 	// Registry receives the API's metrics; nil → a private registry.
 	Registry *prometheus.Registry
+	// OnRequest, when set, is called as each request arrives, before it is
+	// routed. It must be cheap: cmd/marketd passes a pace.Gate's Request,
+	// which tells the node's background work that reads are arriving.
+	OnRequest func()
 }
 
 // DefaultCursorTTL is the cursor lifetime when Config.CursorTTL is zero.
@@ -207,6 +212,13 @@ func New(cfg Config, r Reader, log zerolog.Logger) (*Server, error) {
 	s.unmatched = s.metrics.route("unmatched")
 	srv := s.app.Server() // built by fiber.New; Listen and Test serve through it
 	srv.Handler = s.guardMethods(srv.Handler)
+	if cfg.OnRequest != nil {
+		next, note := srv.Handler, cfg.OnRequest
+		srv.Handler = func(fctx *fasthttp.RequestCtx) {
+			note()
+			next(fctx)
+		}
+	}
 	s.register()
 	return s, nil
 }

@@ -368,6 +368,9 @@ func (pr *pollRun) Reject(err error, n int) { pr.c.reject(pr.key, err, n) }
 // unchanged, and publishes what changed (Append: everything).
 func (pr *pollRun) Emit(u source.Unit) error {
 	c, ctx, sp := pr.c, pr.ctx, pr.spec
+	if c.in.cfg.Yield != nil {
+		c.in.cfg.Yield()
+	}
 	id := u.Collection
 	switch sp.Collections {
 	case source.Checked:

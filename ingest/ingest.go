@@ -105,6 +105,10 @@ type Config struct {
 	// Lease, when set, lets this process poll only while it holds the
 	// lease (several ingest processes, one active; see Lease).
 	Lease Lease
+	// Yield, when set, is called before each unit (a collection's rows)
+	// is built and published, so that the process's reads can go first
+	// (cmd/marketd passes a pace.Gate's). It may sleep briefly.
+	Yield func()
 }
 
 // Ingest runs ingest cycles. RunCycle, Open, Close and Stats are safe for

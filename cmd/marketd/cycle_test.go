@@ -33,7 +33,7 @@ func TestStartupCycleOutlivesTheAdminDeadline(t *testing.T) {
 	for _, name := range config.SourceNames {
 		cfg.Sources[name] = config.Source{BaseURL: srv.URL + "/" + name, Interval: time.Hour, Timeout: 30 * time.Second}
 	}
-	in, err := newIngest(cfg, js, nil, zerolog.Nop(), nil)
+	in, err := newIngest(cfg, js, nil, zerolog.Nop(), nil, nil)
 	require.NoError(t, err)
 	require.NoError(t, in.Open(ctx))
 	t.Cleanup(func() { assert.NoError(t, in.Close(context.Background())) })

@@ -12,6 +12,7 @@ import (
 	"github.com/marketd/marketd/httpapi"
 	"github.com/marketd/marketd/ingest"
 	"github.com/marketd/marketd/ingest/sim"
+	"github.com/marketd/marketd/internal/pace"
 	"github.com/marketd/marketd/readmodel"
 	"github.com/marketd/marketd/readmodel/bus"
 	"github.com/marketd/marketd/readmodel/projector"
@@ -56,6 +57,13 @@ func openAndServe(ctx context.Context, n *node, cfg config.Config, log zerolog.L
 	registerBuildInfo(reg)
 	pollDuration := newPollDuration(reg)
 	adm := &admin{log: log}
+	// Background work gives way to the reads this process serves
+	// (internal/pace); a process without the API has none to give way to.
+	var gate *pace.Gate
+	if want.api {
+		gate = pace.New(0, 0, 0)
+		registerPaceMetrics(reg, gate)
+	}
 
 	// 1. NATS: embedded (all) or a client of --nats.
 	url := cfg.NatsURL
@@ -90,6 +98,7 @@ func openAndServe(ctx context.Context, n *node, cfg config.Config, log zerolog.L
 			// `all` on its embedded server is ready once its first
 			// cycle is projected: until then a cold start holds renders.
 			HoldFirstCycle: want.ingest && want.embedded,
+			Yield:          yieldOf(gate),
 		}, reg, log)
 		registerStoreMetrics(reg, hv)
 		api, err := httpapi.New(httpapi.Config{
@@ -98,6 +107,7 @@ func openAndServe(ctx context.Context, n *node, cfg config.Config, log zerolog.L
 			CursorKey:      []byte(cfg.CursorKey), CursorTTL: cfg.CursorTTL,
 			RowRetention: cfg.RowRetention,
 			Registry:     reg,
+			OnRequest:    gate.Request,
 		}, hv, log.With().Str("part", "api").Logger())
 		if err != nil {
 			return fmt.Errorf("api: %w", err)
@@ -151,7 +161,7 @@ func openAndServe(ctx context.Context, n *node, cfg config.Config, log zerolog.L
 			}
 			adm.lease = lease
 		}
-		in, err := newIngest(cfg, js, lease, log, func(sum ingest.Summary) { observeCycle(pollDuration, sum) })
+		in, err := newIngest(cfg, js, lease, log, func(sum ingest.Summary) { observeCycle(pollDuration, sum) }, yieldOf(gate))
 		if err != nil {
 			return err
 		}
@@ -215,7 +225,7 @@ func openAndServe(ctx context.Context, n *node, cfg config.Config, log zerolog.L
 	return nil
 }
 
-func newIngest(cfg config.Config, js jetstream.JetStream, lease *bus.Lease, log zerolog.Logger, onCycle func(ingest.Summary)) (*ingest.Ingest, error) {
+func newIngest(cfg config.Config, js jetstream.JetStream, lease *bus.Lease, log zerolog.Logger, onCycle func(ingest.Summary), yield func()) (*ingest.Ingest, error) {
 	srcs := map[readmodel.Source]ingest.SourceConfig{}
 	for name, s := range cfg.Sources {
 		src, ok := readmodel.ParseSource(name)
@@ -227,7 +237,7 @@ func newIngest(cfg config.Config, js jetstream.JetStream, lease *bus.Lease, log 
 		}
 		srcs[src] = ingest.SourceConfig{BaseURL: s.BaseURL, Interval: s.Interval, Timeout: s.Timeout}
 	}
-	icfg := ingest.Config{Sources: srcs, OnCycle: onCycle}
+	icfg := ingest.Config{Sources: srcs, OnCycle: onCycle, Yield: yield}
 	if lease != nil {
 		icfg.Lease = lease
 	}

@@ -74,6 +74,7 @@ type applier struct {
 	tx        *store.Tx
 	now       time.Time // the message's ObservedAt, or the sweep time
 	retention time.Duration
+	yield     func() // Options.Yield (nil: runtime.Gosched); see pause
 	seq       uint64
 	version   uint64
 	books     map[string]*rowsInput         // listing rows read or written in this transaction, by source and collection
@@ -149,13 +150,19 @@ func (p *pending) ids() []string {
 // message (a source-wide listing failure) is applied: see apply.
 var errDrainHeld = errors.New("projector: held renders must be drained first")
 
-// yield lets the goroutines waiting to run go first (runtime.Gosched)
-// between two messages of a batch and two collections of a render: the
-// projector's work is long and reads are short, and with the node on one
-// core a read that arrives during a cycle would otherwise wait for the
-// projector's whole time slice (the scheduler preempts only after 10 ms).
-// It costs well under a microsecond when nothing waits.
-func yield() { runtime.Gosched() }
+// pause lets the goroutines waiting to run go first between two messages
+// of a batch and two collections of a render: the projector's work is long
+// and reads are short. It calls Options.Yield when the projector set one
+// (a pace.Gate's: it sleeps briefly while reads arrive, so that the Go
+// scheduler polls the network), else runtime.Gosched, which costs well
+// under a microsecond when nothing waits.
+func (a *applier) pause() {
+	if a.yield != nil {
+		a.yield()
+		return
+	}
+	runtime.Gosched()
+}
 
 // heldInTxn is how many held collections one transaction renders, both
 // in Projector.renderHeldLocked and when a source-wide listing failure needs
@@ -221,7 +228,7 @@ func (a *applier) renderMarked(ids []string) error {
 		if !ok {
 			continue
 		}
-		yield()
+		a.pause()
 		a.now = a.coll.at[id]
 		if err := a.renderNow(id, parts); err != nil {
 			return err

@@ -75,6 +75,11 @@ type Options struct {
 	// retrying meanwhile, as for any failure; the caller rebuilds the
 	// views and closes this projector.
 	OnDamage func(err error)
+	// Yield is called between two messages of a batch and two collection
+	// renders, so that reads served by the same process can go first. nil
+	// means runtime.Gosched; cmd/marketd passes a pace.Gate's, which
+	// sleeps briefly while reads arrive (internal/pace).
+	Yield func()
 }
 
 const (
@@ -628,12 +633,12 @@ func (p *Projector) applyLocked(ctx context.Context, i int, ds []decoded) error 
 		var rows int64
 		err := p.st.Update(ctx, func(tx *store.Tx) error {
 			p.markCold(tx)
-			a := &applier{tx: tx, retention: p.opts.RowRetention, deferred: true, coll: p.held, held: p.held != nil, drained: drained}
+			a := &applier{tx: tx, retention: p.opts.RowRetention, yield: p.opts.Yield, deferred: true, coll: p.held, held: p.held != nil, drained: drained}
 			for _, d := range part {
 				if d.msg == nil {
 					continue
 				}
-				yield()
+				a.pause()
 				a.now, a.seq = d.msg.ObservedAt, d.sp.Seq
 				if a.now.IsZero() {
 					a.now = p.opts.Now()
@@ -760,7 +765,7 @@ func (p *Projector) renderHeldLocked(ctx context.Context) error {
 	for len(ids) > 0 {
 		n := min(heldInTxn, len(ids))
 		err := p.st.Update(ctx, func(tx *store.Tx) error {
-			a := &applier{tx: tx, retention: p.opts.RowRetention, coll: p.held}
+			a := &applier{tx: tx, retention: p.opts.RowRetention, yield: p.opts.Yield, coll: p.held}
 			return a.renderMarked(ids[:n])
 		})
 		if err != nil {
