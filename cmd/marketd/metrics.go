@@ -187,6 +187,9 @@ func registerStoreMetrics(reg *prometheus.Registry, st *healer) {
 	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "marketd_views_value_log_gc_rewrites_total",
 		Help: "Value-log files rewritten to reclaim the space of superseded views."},
 		func() float64 { return float64(st.Sizes().GCRewrites) }))
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "marketd_views_compactions_total",
+		Help: "Compactions of the idle view store: its LSM tree merged into one level, so that the value-log GC finds every superseded view."},
+		func() float64 { return float64(st.Sizes().Compactions) }))
 	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "marketd_views_sales_bytes_total",
 		Help: "Bytes (keys and values) of the sales the views stored since the store opened: the sales history is kept to its start, so the store grows by it."},
 		func() float64 { return float64(st.Sizes().SalesBytes) }))

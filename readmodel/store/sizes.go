@@ -7,6 +7,7 @@ type Sizes struct {
 	CacheEntries  int   // views, pages and resolved ids held in memory
 	CacheBytes    int64 // approximate bytes of the in-memory cache
 	GCRewrites    int64 // value-log files rewritten by garbage collection so far
+	Compactions   int64 // Compact runs so far (compact.go)
 	// SalesBytes is what the sales committed since Open take (keys and
 	// values): the sales history is kept to its start (SPEC), so the
 	// store grows by it by design.
@@ -18,5 +19,5 @@ type Sizes struct {
 func (s *Store) Sizes() Sizes {
 	lsm, vlog := s.db.Size()
 	entries, bytes := s.cache.stats()
-	return Sizes{LSMBytes: lsm, ValueLogBytes: vlog, CacheEntries: entries, CacheBytes: bytes, GCRewrites: s.gcRuns.Load(), SalesBytes: s.salesBytes.Load()}
+	return Sizes{LSMBytes: lsm, ValueLogBytes: vlog, CacheEntries: entries, CacheBytes: bytes, GCRewrites: s.gcRuns.Load(), Compactions: s.compactions.Load(), SalesBytes: s.salesBytes.Load()}
 }

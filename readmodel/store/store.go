@@ -105,6 +105,10 @@ type Store struct {
 	gcStop, gcDone chan struct{}
 	stopGC         sync.Once
 	gcRuns         atomic.Int64 // value-log files rewritten by gcLoop
+	compactions    atomic.Int64 // Compact runs (compact.go)
+	lastBusy       atomic.Int64 // unix ns of the last large commit (compact.go)
+	compactBase    int64        // value-log bytes after the last compaction (0: not yet idle); gcLoop only
+	maintMu        sync.Mutex   // serialises Compact and Reset
 	salesBytes     atomic.Int64 // bytes of sales (keys and values) committed since Open
 
 	served *servedListings // listing snapshots served, for PutListings (served.go)
@@ -265,6 +269,7 @@ func (s *Store) gcLoop() {
 			return
 		case <-t.C:
 			s.collectGuarded()
+			s.maybeCompact()
 		}
 	}
 }
@@ -280,15 +285,23 @@ func (s *Store) CollectGarbage(stop <-chan struct{}) int {
 // collect is CollectGarbage pausing after each rewrite so that rewriting
 // takes about share of the time (see Options.GCShare).
 func (s *Store) collect(stop <-chan struct{}, share float64) int {
+	return s.rewrite(stop, share, 0.5, 16)
+}
+
+// rewrite rewrites value-log files at least ratio garbage, at most max of
+// them (negative: no bound), until none is left or stop is closed, pausing
+// after each so that rewriting takes about share of the time. It returns
+// how many it rewrote.
+func (s *Store) rewrite(stop <-chan struct{}, share, ratio float64, max int) int {
 	n := 0
-	for ; n < 16; n++ {
+	for ; max < 0 || n < max; n++ {
 		select {
 		case <-stop:
 			return n
 		default:
 		}
 		start := time.Now()
-		if err := s.db.RunValueLogGC(0.5); err != nil { // ErrNoRewrite: nothing (more) to reclaim
+		if err := s.db.RunValueLogGC(ratio); err != nil { // ErrNoRewrite: nothing (more) to reclaim
 			s.noteDamage(err)
 			break
 		}
@@ -465,6 +478,8 @@ func (s *Store) Close(ctx context.Context) error {
 // Reset drops every key (views, inputs, positions): the projector then
 // rebuilds from the start of the streams.
 func (s *Store) Reset(ctx context.Context) error {
+	s.maintMu.Lock()
+	defer s.maintMu.Unlock()
 	if err := s.db.DropAll(); err != nil {
 		return readmodel.Wrap(readmodel.Internal, err, "reset store")
 	}

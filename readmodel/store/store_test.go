@@ -192,34 +192,44 @@ func TestOpenRebuildsAnOlderSchema(t *testing.T) {
 	}
 }
 
-// TestGarbageCollectionReclaimsRewrittenViews: views are rewritten every
-// cycle, and the value log must not keep every old copy forever.
-func TestGarbageCollectionReclaimsRewrittenViews(t *testing.T) {
-	ctx := context.Background()
+// mustOpenSmallLog opens a store in a temporary dir with 1 MiB value-log
+// files, small memtables and no background GC; it closes at cleanup.
+func mustOpenSmallLog(t *testing.T) (*Store, string) {
+	t.Helper()
 	dir := t.TempDir()
-	s, err := Open(ctx, dir, Options{ValueLogFileSize: 1 << 20, MemTableSize: 256 << 10, GCInterval: -1})
+	s, err := Open(context.Background(), dir, Options{ValueLogFileSize: 1 << 20, MemTableSize: 256 << 10, GCInterval: -1})
 	require.NoError(t, err)
-	defer func() { _ = s.Close(ctx) }()
-	vlogBytes := func() int64 {
-		var n int64
-		ents, err := os.ReadDir(dir)
-		require.NoError(t, err)
-		for _, e := range ents {
-			if strings.HasSuffix(e.Name(), ".vlog") {
-				fi, err := e.Info()
-				require.NoError(t, err)
-				n += fi.Size()
-			}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	return s, dir
+}
+
+// vlogSize is the bytes of the value-log files in dir.
+func vlogSize(t *testing.T, dir string) int64 {
+	t.Helper()
+	var n int64
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".vlog") {
+			fi, err := e.Info()
+			require.NoError(t, err)
+			n += fi.Size()
 		}
-		return n
 	}
+	return n
+}
+
+// rewriteViews writes 1,000 collection views of 1 KiB, rounds times over,
+// four transactions a round, and returns the body of the last round.
+func rewriteViews(t *testing.T, s *Store, rounds int) []byte {
+	t.Helper()
 	body := make([]byte, 1<<10)
-	for round := 0; round < 40; round++ {
+	for round := 0; round < rounds; round++ {
 		for i := range body {
 			body[i] = byte('a' + (round+i)%26)
 		}
 		for part := 0; part < 4; part++ {
-			require.NoError(t, s.Update(ctx, func(tx *Tx) error {
+			require.NoError(t, s.Update(context.Background(), func(tx *Tx) error {
 				for c := part * 250; c < (part+1)*250; c++ {
 					tx.PutCollection(render.CollectionView{ID: "c" + strconv.Itoa(c), Version: uint64(round + 1), Detail: body})
 				}
@@ -227,6 +237,16 @@ func TestGarbageCollectionReclaimsRewrittenViews(t *testing.T) {
 			}))
 		}
 	}
+	return body
+}
+
+// TestGarbageCollectionReclaimsRewrittenViews: views are rewritten every
+// cycle, and the value log must not keep every old copy forever.
+func TestGarbageCollectionReclaimsRewrittenViews(t *testing.T) {
+	ctx := context.Background()
+	s, dir := mustOpenSmallLog(t)
+	vlogBytes := func() int64 { return vlogSize(t, dir) }
+	body := rewriteViews(t, s, 40)
 	// Badger learns what is garbage when compaction drops superseded
 	// versions; it compacts in the background once level 0 fills up.
 	before := vlogBytes()

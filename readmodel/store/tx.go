@@ -30,6 +30,7 @@ type Tx struct {
 	tokenWrites bool // a token record was written or deleted
 	sales       []string
 	quote       *render.USDQuote // set by PutQuote: served after the commit
+	written     int              // bytes of keys and values set (compact.go)
 	err         error
 	toks        map[string]*tokenSet // token blocks by chain|address, loaded by tokens (tokenblock.go)
 
@@ -70,6 +71,7 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	if err := tx.txn.Commit(); err != nil {
 		return internal(err, "commit")
 	}
+	s.noteWrite(tx.written)
 	s.cache.invalidate(tx.touched, tx.aliases, tx.browse, tx.tokenWrites, tx.sales)
 	s.noteSales(tx.newSales)
 	s.noteRegistered(tx.regs)
@@ -111,6 +113,7 @@ func (t *Tx) set(k, v []byte) {
 		return
 	}
 	t.err = t.txn.Set(k, v)
+	t.written += len(k) + len(v)
 }
 
 func (t *Tx) setEntry(e *badger.Entry) {
@@ -118,6 +121,7 @@ func (t *Tx) setEntry(e *badger.Entry) {
 		return
 	}
 	t.err = t.txn.SetEntry(e)
+	t.written += len(e.Key) + len(e.Value)
 }
 
 func (t *Tx) del(k []byte) {
