@@ -52,7 +52,7 @@ type Gate struct {
 	paused      atomic.Int64  // ns Yield slept, in all
 	pauses      atomic.Int64  // times Yield slept
 
-	since func() int64         // ns since epoch (tests replace it)
+	since func() int64        // ns since epoch (tests replace it)
 	sleep func(time.Duration) // time.Sleep (tests replace it)
 }
 

@@ -36,8 +36,8 @@ func TestCompactDue(t *testing.T) {
 // and the live views read back whole.
 func TestCompactReclaimsSupersededViews(t *testing.T) {
 	ctx := context.Background()
-	s, dir := mustOpenSmallLog(t)
-	vlogBytes := func() int64 { return vlogSize(t, dir) }
+	s := mustOpenSmallLog(t)
+	vlogBytes := s.valueLogOnDisk
 	body := rewriteViews(t, s, 20)
 	before := vlogBytes()
 	rewrote, err := s.Compact(nil, 1)
