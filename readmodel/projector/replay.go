@@ -130,7 +130,7 @@ func ReplayWithResult(ctx context.Context, js jetstream.JetStream, dataDir strin
 		return res, err
 	}
 	closed = true
-	if err := swap(live, build); err != nil {
+	if err := store.SwapIn(live, build); err != nil {
 		return res, err
 	}
 	ev := opts.Log.Info()
@@ -147,28 +147,6 @@ func ReplayWithResult(ctx context.Context, js jetstream.JetStream, dataDir strin
 	}
 	ev.Int("messages", res.Messages).Int64("rows", res.Rows).Int64("elapsed_ms", res.Elapsed.Milliseconds()).Str("dir", live).Msg("replay complete")
 	return res, nil
-}
-
-// swap moves build into place as live, crash-safely: a marker says the
-// build is complete, so RecoverSwap can finish an interrupted swap.
-func swap(live, build string) error {
-	marker := filepath.Join(build, store.CompleteMarker)
-	if err := os.WriteFile(marker, []byte("ok\n"), 0o644); err != nil {
-		return readmodel.Wrap(readmodel.Internal, err, "mark replay complete")
-	}
-	old := live + ".old"
-	_ = os.RemoveAll(old)
-	if _, err := os.Stat(live); err == nil {
-		if err := os.Rename(live, old); err != nil {
-			return readmodel.Wrap(readmodel.Internal, err, "swap out old views")
-		}
-	}
-	if err := os.Rename(build, live); err != nil {
-		return readmodel.Wrap(readmodel.Internal, err, "swap in replayed views")
-	}
-	_ = os.Remove(filepath.Join(live, store.CompleteMarker))
-	_ = os.RemoveAll(old)
-	return nil
 }
 
 // seedFromSnapshot copies the live store into the build and positions the
