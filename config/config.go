@@ -85,6 +85,16 @@ type Config struct {
 	// value-log GC may use (store.Options.GCShare); 1 does not pace it.
 	ViewsGCShare float64
 
+	// SnapshotEvery is how old the tier's views snapshot (NATS object
+	// store MARKETD_VIEWS) may get before a node with views publishes a
+	// new one; 0: this node never publishes.
+	SnapshotEvery time.Duration
+	// Join is how a node whose view store is empty starts: "snapshot"
+	// restores the tier's views snapshot (if there is one of this build's
+	// schema) and applies the streams after it; "replay" applies the
+	// streams from their start.
+	Join string
+
 	// MemoryLimit is the Go runtime's soft memory limit in bytes:
 	// MemoryLimitAuto (the default) gives it a third of the memory cgroup's
 	// limit when the process runs in one and GOMEMLIMIT is unset,
@@ -125,6 +135,8 @@ func Default() Config {
 		RowRetention:   10 * time.Minute,
 		FeedEvents:     1000,
 		ViewsGCShare:   0.25,
+		SnapshotEvery:  30 * time.Minute,
+		Join:           "snapshot",
 		MemoryLimit:    MemoryLimitAuto,
 		StreamReplicas: 1,
 		IngestLease:    10 * time.Second,
@@ -290,6 +302,10 @@ func (c *Config) settings() []setting {
 		c.ViewsGCShare = f
 		return nil
 	}, func() string { return strconv.FormatFloat(c.ViewsGCShare, 'g', -1, 64) })
+	s, g = dur(&c.SnapshotEvery)
+	add("snapshot-every", "publish the tier's views snapshot when the newest is older than this (0: never from this node)", s, g)
+	s, g = str(&c.Join)
+	add("join", "how a node with an empty view store starts: snapshot (the tier's views snapshot, then the streams after it) or replay (the streams from their start)", s, g)
 	add("memory-limit", "the Go runtime's soft memory limit: auto (a third of the memory cgroup's limit, unless GOMEMLIMIT is set), off, or a size such as 1GiB or 1536MiB",
 		func(v string) error {
 			n, err := ParseMemoryLimit(v)
@@ -469,6 +485,14 @@ func (c Config) Validate() error {
 	}
 	if !(c.ViewsGCShare > 0 && c.ViewsGCShare <= 1) {
 		return bad("views-gc-share", "must be above 0 and at most 1")
+	}
+	if c.SnapshotEvery < 0 || (c.SnapshotEvery > 0 && c.SnapshotEvery < time.Minute) {
+		return bad("snapshot-every", "must be 0 or at least 1m")
+	}
+	switch c.Join {
+	case "snapshot", "replay":
+	default:
+		return bad("join", fmt.Sprintf("%q is not snapshot or replay", c.Join))
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

@@ -33,6 +33,8 @@ func TestLoadDefaultsMatchDesign(t *testing.T) {
 	assert.Equal(t, "", c.CursorKey)
 	assert.Empty(t, c.TrustedProxies)
 	assert.Equal(t, 0.25, c.ViewsGCShare)
+	assert.Equal(t, 30*time.Minute, c.SnapshotEvery)
+	assert.Equal(t, "snapshot", c.Join)
 	assert.Equal(t, config.MemoryLimitAuto, c.MemoryLimit)
 	assert.Len(t, c.Sources, 7)
 	for name, s := range c.Sources {
@@ -146,6 +148,9 @@ func TestLoadRejectsBadValuesNamingTheSetting(t *testing.T) {
 		{"memory limit too small", nil, map[string]string{"MARKETD_MEMORY_LIMIT": "10MiB"}, "MARKETD_MEMORY_LIMIT"},
 		{"memory limit negative", []string{"--memory-limit", "-1GiB"}, nil, "memory-limit"},
 		{"gc share above a core", []string{"--views-gc-share", "1.5"}, nil, "views-gc-share"},
+		{"snapshots every few seconds", []string{"--snapshot-every", "10s"}, nil, "snapshot-every"},
+		{"snapshot interval negative", nil, map[string]string{"MARKETD_SNAPSHOT_EVERY": "-1m"}, "MARKETD_SNAPSHOT_EVERY"},
+		{"join from elsewhere", []string{"--join", "peer"}, nil, "join"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

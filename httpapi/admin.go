@@ -48,6 +48,15 @@ type FullIngest interface {
 	RunFullIngest(ctx context.Context, purge bool) (any, error)
 }
 
+// Snapshotter may be implemented by an Admin whose node keeps views: POST
+// /admin/snapshot then calls PublishSnapshot (and answers 503 when the
+// Admin does not implement it).
+type Snapshotter interface {
+	// PublishSnapshot writes the node's views as the tier's views
+	// snapshot now and returns a JSON-encodable description of it.
+	PublishSnapshot(ctx context.Context) (any, error)
+}
+
 // AdminServer is the admin listener (DESIGN: 127.0.0.1:8081, never the
 // public port):
 //
@@ -58,6 +67,8 @@ type FullIngest interface {
 //	                     ?full=true republishes every row, &purge=true after purging the
 //	                     state stream (FullIngest)
 //	GET  /admin/sources  200 JSON per-source status; 503 on error
+//	POST /admin/snapshot 200 JSON description of the views snapshot it published (Snapshotter);
+//	                     503 on error or on a node without views
 //	GET  /debug/pprof/   Go runtime profiles (heap, CPU, goroutines), for operators
 //
 // It is a plain net/http server. Serve with Listen, stop with Shutdown.
@@ -114,6 +125,14 @@ func NewAdmin(a Admin, reg *prometheus.Registry, log zerolog.Logger) *AdminServe
 			}
 			s.answer(w, "ingest", func() (any, error) { return fi.RunFullIngest(r.Context(), purge) })
 		}
+	})
+	s.mux.HandleFunc("POST /admin/snapshot", func(w http.ResponseWriter, r *http.Request) {
+		sn, ok := a.(Snapshotter)
+		if !ok {
+			s.answer(w, "snapshot", func() (any, error) { return nil, errors.New("this node keeps no views") })
+			return
+		}
+		s.answer(w, "snapshot", func() (any, error) { return sn.PublishSnapshot(r.Context()) })
 	})
 	s.mux.HandleFunc("GET /admin/sources", func(w http.ResponseWriter, r *http.Request) {
 		s.answer(w, "sources", func() (any, error) { return a.Sources(r.Context()) })

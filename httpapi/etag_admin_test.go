@@ -171,6 +171,44 @@ func TestAdminFullIngest(t *testing.T) {
 	}
 }
 
+// snapAdmin can also publish a views snapshot (Snapshotter).
+type snapAdmin struct {
+	fakeAdmin
+	err error
+}
+
+func (a *snapAdmin) PublishSnapshot(context.Context) (any, error) {
+	if a.err != nil {
+		return nil, a.err
+	}
+	return map[string]any{"state": 42, "bytes": 1000}, nil
+}
+
+func TestAdminSnapshot(t *testing.T) {
+	tests := []struct {
+		name   string
+		admin  Admin
+		method string
+		status int
+		body   string
+	}{
+		{"published", &snapAdmin{}, "POST", 200, `{"bytes":1000,"state":42}`},
+		{"the bus failing", &snapAdmin{err: errors.New("put views snapshot: no responders")}, "POST", 503, `no responders`},
+		{"past its deadline", &snapAdmin{err: fmt.Errorf("publish: %w", context.DeadlineExceeded)}, "POST", 504, `"timeout"`},
+		{"an admin without views", &fakeAdmin{}, "POST", 503, `keeps no views`},
+		{"needs POST", &snapAdmin{}, "GET", 405, ``},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := NewAdmin(tc.admin, nil, zerolog.Nop())
+			rec := httptest.NewRecorder()
+			srv.Handler().ServeHTTP(rec, httptest.NewRequest(tc.method, "/admin/snapshot", nil))
+			assert.Equal(t, tc.status, rec.Code)
+			assert.Contains(t, rec.Body.String(), tc.body)
+		})
+	}
+}
+
 func (a *fakeAdmin) Sources(context.Context) (any, error) {
 	if a.sources != nil {
 		return nil, a.sources

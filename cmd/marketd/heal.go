@@ -61,6 +61,11 @@ type healer struct {
 
 	cancel   context.CancelFunc // ends the loop (stop)
 	loopDone chan struct{}      // closed when the loop has returned
+
+	// join, when set, fills an empty views directory before it is first
+	// opened (restoreViews: the tier's views snapshot); it reports
+	// whether it did.
+	join func(ctx context.Context, dir string) bool
 }
 
 // viewSet is one open store, its projector and the API's reader over
@@ -70,6 +75,22 @@ type viewSet struct {
 	proj  *projector.Projector
 	rd    *views
 	epoch uint64 // which swap made it current (TokensVersion)
+
+	// A long read of the whole store (a snapshot) holds long for reading;
+	// closing the store first closes closing, which ends such a read,
+	// then takes long for writing.
+	long      sync.RWMutex
+	closing   chan struct{}
+	closeOnce sync.Once
+}
+
+// closeStore ends the long reads of set's store, waits for them, and
+// closes it.
+func (set *viewSet) closeStore(ctx context.Context) error {
+	set.closeOnce.Do(func() { close(set.closing) })
+	set.long.Lock()
+	defer set.long.Unlock()
+	return set.st.Close(ctx)
 }
 
 // errRebuilding is what reads answer while the views are rebuilt.
@@ -101,6 +122,9 @@ func newHealer(dataDir string, js jetstream.JetStream, sopts store.Options, popt
 // until ctx ends or stop.
 func (h *healer) start(ctx context.Context) error {
 	_ = os.RemoveAll(h.dir + ".damaged") // a rebuild interrupted by a crash
+	if h.join != nil && emptyDir(h.dir) && emptyDir(h.dir+".new") {
+		h.join(ctx, h.dir)
+	}
 	set, err := h.open(ctx)
 	if err != nil {
 		reason, ok := store.Damaged(err)
@@ -135,7 +159,7 @@ func (h *healer) open(ctx context.Context) (_ *viewSet, err error) {
 		return nil, err
 	}
 	proj := projector.New(h.js, st, popts, h.log.With().Str("part", "projector").Logger())
-	set := &viewSet{st: st, proj: proj, rd: &views{Store: st, proj: proj}}
+	set := &viewSet{st: st, proj: proj, rd: &views{Store: st, proj: proj}, closing: make(chan struct{})}
 	mine.Store(set)
 	defer func() {
 		if r := recover(); r != nil {
@@ -323,7 +347,7 @@ func (h *healer) closeSet(set *viewSet) {
 	if err := set.proj.Close(ctx); err != nil {
 		h.log.Warn().Err(err).Msg("close the damaged views' projector")
 	}
-	if err := set.st.Close(ctx); err != nil {
+	if err := set.closeStore(ctx); err != nil {
 		h.log.Warn().Err(err).Msg("close the damaged views")
 	}
 }
@@ -350,9 +374,40 @@ func (h *healer) stop(ctx context.Context) error {
 // closeStore closes the store of the views served (after stop).
 func (h *healer) closeStore(ctx context.Context) error {
 	if set := h.swapIn(nil); set != nil {
-		return set.st.Close(ctx)
+		return set.closeStore(ctx)
 	}
 	return nil
+}
+
+// writeSnapshot writes the views served as a snapshot to w
+// (store.WriteSnapshot), calling began with the state and sales positions
+// they had applied once it holds them. The store stays open until it
+// returns; a rebuild or shutdown that closes it meanwhile ends it with an
+// error. Views being rebuilt are an error.
+func (h *healer) writeSnapshot(ctx context.Context, w io.Writer, opts store.SnapshotOptions, began func(pos [2]uint64)) (store.SnapshotInfo, error) {
+	set := h.cur.Load()
+	if set == nil {
+		return store.SnapshotInfo{}, errRebuilding
+	}
+	set.long.RLock()
+	defer set.long.RUnlock()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	select {
+	case <-set.closing:
+		return store.SnapshotInfo{}, errRebuilding
+	default:
+	}
+	go func() {
+		select {
+		case <-set.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	applied := set.proj.Applied()
+	began([2]uint64{applied.State, applied.Sales})
+	return set.st.WriteSnapshot(ctx, w, opts)
 }
 
 // current returns the views served (nil while rebuilding) and a channel

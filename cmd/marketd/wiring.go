@@ -93,13 +93,18 @@ func openAndServe(ctx context.Context, n *node, cfg config.Config, log zerolog.L
 	// which heal themselves when their files are damaged (heal.go).
 	var hv *healer
 	if want.api {
-		hv = newHealer(cfg.DataDir, js, store.Options{GCShare: cfg.ViewsGCShare, FeedEvents: cfg.FeedEvents}, projector.Options{
+		sopts := store.Options{GCShare: cfg.ViewsGCShare, FeedEvents: cfg.FeedEvents}
+		snaps := bus.NewSnapshots(js, cfg.StreamReplicas)
+		hv = newHealer(cfg.DataDir, js, sopts, projector.Options{
 			RowRetention: cfg.RowRetention,
 			// `all` on its embedded server is ready once its first
 			// cycle is projected: until then a cold start holds renders.
 			HoldFirstCycle: want.ingest && want.embedded,
 			Yield:          yieldOf(gate),
 		}, reg, log)
+		if cfg.Join == "snapshot" {
+			hv.join = func(ctx context.Context, dir string) bool { return restoreViews(ctx, snaps, dir, sopts, log) }
+		}
 		registerStoreMetrics(reg, hv)
 		api, err := httpapi.New(httpapi.Config{
 			RateList: cfg.RateList, RateItem: cfg.RateItem, RateIPv6Prefix: cfg.RateIPv6Prefix,
@@ -126,6 +131,14 @@ func openAndServe(ctx context.Context, n *node, cfg config.Config, log zerolog.L
 		}
 		n.add("projector", hv.stop)
 		adm.views = hv
+		// The tier's views snapshot (snapshot.go): published on schedule,
+		// and restored above (hv.join) when the views directory is empty.
+		sn := newSnapshotter(snaps, hv, nodeID(cfg), cfg.SnapshotEvery, adm.Ready, yieldOf(gate), reg, log)
+		if err := sn.Open(ctx); err != nil {
+			return err
+		}
+		n.add("snapshot", sn.Close)
+		adm.snap = sn
 	}
 
 	// 3. The upstream simulator (all).
@@ -256,6 +269,7 @@ type admin struct {
 	lease         *bus.Lease    // nil unless role ingest
 	leadTerm      atomic.Uint64 // the lease term whose first cycle this node published (lead)
 	mon           *lagMonitor   // nil in role ingest
+	snap          *snapshotter  // nil in role ingest
 	cycleDeadline time.Duration
 }
 
@@ -335,6 +349,17 @@ func (a *admin) runIngest(ctx context.Context, full, purge bool) (any, error) {
 		}
 	}
 	return sum, nil
+}
+
+// PublishSnapshot publishes this node's views as the tier's snapshot now:
+// POST /admin/snapshot, bounded by the admin deadline.
+func (a *admin) PublishSnapshot(ctx context.Context) (any, error) {
+	if a.snap == nil {
+		return nil, errors.New("this role keeps no views")
+	}
+	ctx, cancel := a.adminDeadline(ctx)
+	defer cancel()
+	return a.snap.PublishNow(ctx)
 }
 
 // Sources reports per-source poll status: as this node's ingest last saw
