@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -27,6 +28,61 @@ type JoinRun struct {
 	// the whole stream stands in for it.
 	Proxy string
 	Err   string
+	// The views snapshot the large node published (POST /admin/snapshot)
+	// just before the serve node started, which the serve node restores
+	// (--join snapshot, its default) before it applies the streams after
+	// it. SnapshotErr says why there was none: the node then applies the
+	// streams from their start.
+	Snapshot    *SnapshotRun
+	SnapshotErr string
+	// Restored: what the joining node's log says of its restore.
+	Restored    bool
+	RestoreTook time.Duration
+}
+
+// SnapshotRun is one POST /admin/snapshot.
+type SnapshotRun struct {
+	Took  time.Duration // the request, publish included
+	Bytes int64         // the snapshot as stored
+}
+
+// publishSnapshot asks the node at admin to publish its views snapshot.
+func publishSnapshot(ctx context.Context, admin string, bound time.Duration) (*SnapshotRun, error) {
+	start := time.Now()
+	code, body, err := post(ctx, admin+"/admin/snapshot", bound)
+	if err != nil {
+		return nil, err
+	}
+	if code != 200 {
+		return nil, fmt.Errorf("POST /admin/snapshot: %d %s", code, strings.TrimSpace(string(body)))
+	}
+	var got struct {
+		Bytes int64 `json:"bytes"`
+	}
+	if err := json.Unmarshal(body, &got); err != nil {
+		return nil, fmt.Errorf("POST /admin/snapshot: %v", err)
+	}
+	return &SnapshotRun{Took: time.Since(start), Bytes: got.Bytes}, nil
+}
+
+// restoreLine finds the joining node's "views restored" log line and the
+// restore's duration in it.
+func restoreLine(logPath string) (bool, time.Duration) {
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		return false, 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.Contains(line, "views restored from the tier's snapshot") {
+			continue
+		}
+		var l struct {
+			TookMS int64 `json:"took_ms"`
+		}
+		_ = json.Unmarshal([]byte(line), &l)
+		return true, time.Duration(l.TookMS) * time.Millisecond
+	}
+	return false, 0
 }
 
 // listenPorts returns the TCP ports pid listens on, from its socket
@@ -120,6 +176,16 @@ func (h *harness) join(ctx context.Context, n *node, s *SizeRun) *JoinRun {
 		return j
 	}
 	j.NatsURL = url
+	// The tier's views snapshot, as a tier's nodes publish it on their
+	// schedule (--snapshot-every): published now so that the joining
+	// node finds one of this market.
+	h.logf("%s: the node publishes its views snapshot", s.Label)
+	if j.Snapshot, err = publishSnapshot(ctx, n.admin, h.bound(5*time.Minute, 6*time.Minute)); err != nil {
+		j.SnapshotErr = err.Error()
+		h.note("%s: no views snapshot for the joining node: %v", s.Label, err)
+	} else {
+		h.logf("%s: views snapshot published in %s, %s", s.Label, fmtDur(j.Snapshot.Took), mib(j.Snapshot.Bytes))
+	}
 	dir := s.DataDir + "-join"
 	_ = os.MkdirAll(dir, 0o755)
 	addrs := make([]string, 2)
@@ -175,6 +241,7 @@ func (h *harness) join(ctx context.Context, n *node, s *SizeRun) *JoinRun {
 	if _, err := p.Stop(30 * time.Second); err != nil {
 		h.note("%s: joining serve node: %v", s.Label, err)
 	}
+	j.Restored, j.RestoreTook = restoreLine(dir + ".log")
 	j.Store, _ = diskUsage(filepath.Join(dir, "badger"))
 	if !h.o.Keep {
 		os.RemoveAll(dir)

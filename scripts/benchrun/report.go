@@ -591,8 +591,8 @@ func renderJoin(b *strings.Builder, r *Results) {
 			fmt.Fprintf(b, "**Not measured directly:** %s. The replay of the whole stream (above) stands in for it: a joining node applies the same messages.\n\n", j.Err)
 			continue
 		}
-		fmt.Fprintf(b, "Right after the large node was ready, `marketd serve --nats %s` started on an empty data dir (unpinned; memory cgroup: %s) and was timed to `/readyz` 200: its projector caught up with the streams that hold the whole market. The large node ran meanwhile (idle, or still compacting after its first cycle).\n\n",
-			j.NatsURL, cgroupCell(j.Cgroup))
+		fmt.Fprintf(b, "Right after the large node was ready, it published its views snapshot (`POST /admin/snapshot`: %s), then `marketd serve --nats %s` started on an empty data dir (unpinned; memory cgroup: %s) and was timed to `/readyz` 200: it restores the tier's views snapshot (`--join snapshot`, the default), then its projector catches up with the streams after it. The large node ran meanwhile (idle, or still compacting after its first cycle).\n\n",
+			snapshotCell(j), j.NatsURL, cgroupCell(j.Cgroup))
 		fmt.Fprintf(b, "| ready | CPU | peak RSS | its view store (apparent / on disk) | target met (≤ %s) |\n|---:|---:|---:|---:|---|\n", fmtDur(targetJoin))
 		met := yes(j.ReadyOK && j.Ready <= targetJoin)
 		if j.Err != "" {
@@ -603,6 +603,21 @@ func renderJoin(b *strings.Builder, r *Results) {
 			fmt.Fprintf(b, "Its memory cgroup: peak %s (sampled %s), %d major faults, %d OOM kills.\n\n", mib(c.Peak), mib(c.SampledPeak), c.End.MajFaults, c.End.OOMKills)
 		}
 	}
+}
+
+// snapshotCell says how the views snapshot a joining node starts from
+// was published, and whether the node restored it.
+func snapshotCell(j *JoinRun) string {
+	var out string
+	if j.Snapshot == nil {
+		out = "none: " + j.SnapshotErr
+	} else {
+		out = fmt.Sprintf("%s in %s", mib(j.Snapshot.Bytes), fmtDur(j.Snapshot.Took))
+	}
+	if j.Restored {
+		return out + fmt.Sprintf("; the serve node restored it in %s", fmtDur(j.RestoreTook))
+	}
+	return out + "; the serve node did not restore it and applied the streams from their start"
 }
 
 // renderStore is the view store's size per token.
@@ -886,7 +901,7 @@ func issue26Verdicts(r *Results, demo, big *SizeRun, bigRPS verdict) []verdict {
 				jv.met = yes(x.Err == "" && x.Wall <= targetJoin) + " (proxy)"
 			}
 		} else {
-			jv.measured = fmt.Sprintf("ready after %s, %s CPU, peak RSS %s", fmtDur(j.Ready), fmtDur(j.CPU), mib(j.PeakRSS))
+			jv.measured = fmt.Sprintf("ready after %s, %s CPU, peak RSS %s; views snapshot %s", fmtDur(j.Ready), fmtDur(j.CPU), mib(j.PeakRSS), snapshotCell(j))
 			if j.Err != "" {
 				jv.measured += "; " + j.Err
 			}

@@ -45,7 +45,8 @@ func sampleResults() *Results {
 		Store: &StoreRun{Tokens: 10_000_000, Cycles: 3, GCRewrites0: 4, GCRewrites1: 6, GCNote: "waited 70s",
 			Live: DiskUsage{Apparent: 3 << 30, OnDisk: 2 << 30, Files: 40}, Stopped: DiskUsage{Apparent: 2_000_000_000, OnDisk: 2_100_000_000, Files: 38},
 			Streams: DiskUsage{Apparent: 1 << 30, OnDisk: 1 << 30, Files: 10}},
-		Join: &JoinRun{NatsURL: "nats://127.0.0.1:4222", Ready: 45 * time.Second, ReadyOK: true, CPU: 60 * time.Second, PeakRSS: 700 << 20},
+		Join: &JoinRun{NatsURL: "nats://127.0.0.1:4222", Ready: 45 * time.Second, ReadyOK: true, CPU: 60 * time.Second, PeakRSS: 700 << 20,
+			Snapshot: &SnapshotRun{Took: 20 * time.Second, Bytes: 400 << 20}, Restored: true, RestoreTook: 12 * time.Second},
 		Endpoints: []*EPResult{
 			{Endpoint: Endpoint{Name: "floor"}, Marketd: measured(26000, 5*time.Millisecond)},
 			{Endpoint: Endpoint{Name: "token"}, Marketd: measured(10000, 9*time.Millisecond)},
@@ -114,7 +115,7 @@ func TestRenderReport(t *testing.T) {
 		"| large | during cycle 2 | 10.00s | 15000 | 0 | 7.00ms | 1.40 | 1.75 | yes | 100% |",
 		"| large | during cycle 3 | 10.00s | 14000 | 0 | 9.00ms | 1.80 | 2.25 | **NO** | 50% |",
 		"## A new serve node joining (large)",
-		"`marketd serve --nats nats://127.0.0.1:4222` started on an empty data dir (unpinned; memory cgroup: none)",
+		"it published its views snapshot (`POST /admin/snapshot`: 400 MiB in 20.00s; the serve node restored it in 12.00s), then `marketd serve --nats nats://127.0.0.1:4222` started on an empty data dir (unpinned; memory cgroup: none)",
 		"| 45.00s | 60.00s | 700 MiB | n/a / n/a | yes |",
 		"## View store on disk (large)",
 		"| **after a clean stop** (judged) | 1907 MiB | 2003 MiB | 38 | 210 |",
