@@ -180,7 +180,7 @@ func (h *harness) join(ctx context.Context, n *node, s *SizeRun) *JoinRun {
 	// schedule (--snapshot-every): published now so that the joining
 	// node finds one of this market.
 	h.logf("%s: the node publishes its views snapshot", s.Label)
-	if j.Snapshot, err = publishSnapshot(ctx, n.admin, h.bound(5*time.Minute, 6*time.Minute)); err != nil {
+	if j.Snapshot, err = publishSnapshot(ctx, n.admin, h.bound(10*time.Minute, 12*time.Minute)); err != nil {
 		j.SnapshotErr = err.Error()
 		h.note("%s: no views snapshot for the joining node: %v", s.Label, err)
 	} else {
