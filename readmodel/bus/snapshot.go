@@ -113,20 +113,34 @@ func (s *Snapshots) Open(ctx context.Context) (io.ReadCloser, SnapshotMeta, erro
 	if err != nil {
 		return nil, SnapshotMeta{}, readmodel.Wrap(readmodel.UpstreamError, err, "views snapshot bucket")
 	}
-	res, err := obs.Get(ctx, viewsObject)
+	// nats.go bounds a Get whose context has no deadline by the client's
+	// default timeout (5 s), for the whole object: a restore of the large
+	// market, reading as fast as it writes, was cut off after 13 s.
+	readCtx, cancel := ctx, context.CancelFunc(func() {})
+	if _, ok := ctx.Deadline(); !ok {
+		readCtx, cancel = context.WithTimeout(ctx, SnapshotReadTimeout)
+	}
+	res, err := obs.Get(readCtx, viewsObject)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		cancel()
 		return nil, SnapshotMeta{}, ErrNoSnapshot
 	}
 	if err != nil {
+		cancel()
 		return nil, SnapshotMeta{}, readmodel.Wrap(readmodel.UpstreamError, err, "get views snapshot")
 	}
 	info, err := res.Info()
 	if err != nil {
 		_ = res.Close()
+		cancel()
 		return nil, SnapshotMeta{}, readmodel.Wrap(readmodel.UpstreamError, err, "views snapshot info")
 	}
-	return translatingReader{res}, metaOf(info), nil
+	return translatingReader{ObjectResult: res, cancel: cancel}, metaOf(info), nil
 }
+
+// SnapshotReadTimeout bounds reading a snapshot opened with a context
+// that has no deadline of its own.
+var SnapshotReadTimeout = 30 * time.Minute
 
 // Publish stores the snapshot r yields as the tier's, replacing the one
 // before once it is whole: a reader of the old one that is cut off by the
@@ -161,7 +175,16 @@ func (s *Snapshots) Publish(ctx context.Context, meta SnapshotMeta, r io.Reader)
 
 // translatingReader turns the object reader's NATS errors (a digest
 // mismatch, a chunk gone) into UpstreamError values.
-type translatingReader struct{ jetstream.ObjectResult }
+type translatingReader struct {
+	jetstream.ObjectResult
+	cancel context.CancelFunc
+}
+
+func (t translatingReader) Close() error {
+	err := t.ObjectResult.Close()
+	t.cancel()
+	return err
+}
 
 func (t translatingReader) Read(p []byte) (int, error) {
 	n, err := t.ObjectResult.Read(p)

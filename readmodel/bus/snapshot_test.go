@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -89,4 +91,37 @@ func TestViewsSnapshotPublishFailsWithItsReader(t *testing.T) {
 	b, err := io.ReadAll(r)
 	require.NoError(t, err)
 	assert.Equal(t, "first", string(b))
+}
+
+// TestViewsSnapshotReadsSlowerThanTheClientTimeout: a restore reads the
+// snapshot as fast as it writes it, which at the large size takes far
+// longer than the client's default timeout; the read must not be cut off.
+func TestViewsSnapshotReadsSlowerThanTheClientTimeout(t *testing.T) {
+	ctx := context.Background()
+	url := bustest.MustStartServer(t)
+	nc, err := nats.Connect(url)
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(200*time.Millisecond))
+	require.NoError(t, err)
+	snaps := bus.NewSnapshots(js, 1)
+	body := bytes.Repeat([]byte("marketd views "), 200_000) // several chunks
+	_, err = snaps.Publish(ctx, bus.SnapshotMeta{Schema: "s"}, bytes.NewReader(body))
+	require.NoError(t, err)
+
+	r, _, err := snaps.Open(ctx)
+	require.NoError(t, err)
+	defer r.Close()
+	var got bytes.Buffer
+	buf := make([]byte, 256<<10)
+	for {
+		time.Sleep(100 * time.Millisecond) // the whole read takes over 1 s
+		n, err := r.Read(buf)
+		got.Write(buf[:n])
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+	}
+	assert.True(t, bytes.Equal(body, got.Bytes()))
 }
