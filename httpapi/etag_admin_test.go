@@ -145,6 +145,13 @@ func (a *fullAdmin) RunFullIngest(_ context.Context, purge bool) (any, error) {
 	return map[string]any{"full": true, "purged": purge}, nil
 }
 
+// serveAdmin answers one request of the admin listener over a.
+func serveAdmin(a Admin, method, path string) *httptest.ResponseRecorder {
+	rec := httptest.NewRecorder()
+	NewAdmin(a, nil, zerolog.Nop()).Handler().ServeHTTP(rec, httptest.NewRequest(method, path, nil))
+	return rec
+}
+
 func TestAdminFullIngest(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -162,9 +169,7 @@ func TestAdminFullIngest(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := NewAdmin(tc.admin, nil, zerolog.Nop())
-			rec := httptest.NewRecorder()
-			srv.Handler().ServeHTTP(rec, httptest.NewRequest("POST", tc.path, nil))
+			rec := serveAdmin(tc.admin, "POST", tc.path)
 			assert.Equal(t, tc.status, rec.Code)
 			assert.Contains(t, rec.Body.String(), tc.body)
 		})
@@ -200,9 +205,7 @@ func TestAdminSnapshot(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := NewAdmin(tc.admin, nil, zerolog.Nop())
-			rec := httptest.NewRecorder()
-			srv.Handler().ServeHTTP(rec, httptest.NewRequest(tc.method, "/admin/snapshot", nil))
+			rec := serveAdmin(tc.admin, tc.method, "/admin/snapshot")
 			assert.Equal(t, tc.status, rec.Code)
 			assert.Contains(t, rec.Body.String(), tc.body)
 		})

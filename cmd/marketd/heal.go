@@ -380,11 +380,10 @@ func (h *healer) closeStore(ctx context.Context) error {
 }
 
 // writeSnapshot writes the views served as a snapshot to w
-// (store.WriteSnapshot), calling began with the state and sales positions
-// they had applied once it holds them. The store stays open until it
-// returns; a rebuild or shutdown that closes it meanwhile ends it with an
-// error. Views being rebuilt are an error.
-func (h *healer) writeSnapshot(ctx context.Context, w io.Writer, opts store.SnapshotOptions, began func(pos [2]uint64)) (store.SnapshotInfo, error) {
+// (store.WriteSnapshot). The store stays open until it returns; a rebuild
+// or shutdown that closes it meanwhile ends it with an error. Views being
+// rebuilt are an error.
+func (h *healer) writeSnapshot(ctx context.Context, w io.Writer, opts store.SnapshotOptions) (store.SnapshotInfo, error) {
 	set := h.cur.Load()
 	if set == nil {
 		return store.SnapshotInfo{}, errRebuilding
@@ -405,8 +404,6 @@ func (h *healer) writeSnapshot(ctx context.Context, w io.Writer, opts store.Snap
 		case <-ctx.Done():
 		}
 	}()
-	applied := set.proj.Applied()
-	began([2]uint64{applied.State, applied.Sales})
 	return set.st.WriteSnapshot(ctx, w, opts)
 }
 

@@ -136,22 +136,14 @@ func (s *snapshotter) PublishNow(ctx context.Context) (bus.SnapshotMeta, error) 
 		err  error
 	}
 	wrote := make(chan written, 1)
-	meta := bus.SnapshotMeta{Schema: store.SnapshotSchema(), Node: s.node, Created: start}
-	began := make(chan struct{})
+	// The positions applied now: the snapshot, read after, holds at least these.
+	applied := s.views.Applied()
+	meta := bus.SnapshotMeta{Schema: store.SnapshotSchema(), Node: s.node, Created: start, State: applied.State, Sales: applied.Sales}
 	go func() {
-		info, err := s.views.writeSnapshot(ctx, pw, store.SnapshotOptions{Yield: s.yield}, func(pos [2]uint64) {
-			meta.State, meta.Sales = pos[0], pos[1]
-			close(began)
-		})
-		select {
-		case <-began:
-		default:
-			close(began) // it never began: the views are being rebuilt
-		}
+		info, err := s.views.writeSnapshot(ctx, pw, store.SnapshotOptions{Yield: s.yield})
 		pw.CloseWithError(err)
 		wrote <- written{info, err}
 	}()
-	<-began // meta's positions are read before the publish reads them
 	put, err := s.snaps.Publish(ctx, meta, pr)
 	_ = pr.CloseWithError(errors.New("publish ended"))
 	w := <-wrote

@@ -82,14 +82,23 @@ func NewSnapshots(js jetstream.JetStream, replicas int) *Snapshots {
 // ErrNoSnapshot says the bucket or its snapshot does not exist (yet).
 var ErrNoSnapshot = errors.New("no views snapshot")
 
-// Latest describes the snapshot published last, or ErrNoSnapshot.
-func (s *Snapshots) Latest(ctx context.Context) (SnapshotMeta, error) {
+// bucket returns ViewsBucket, or ErrNoSnapshot when it does not exist.
+func (s *Snapshots) bucket(ctx context.Context) (jetstream.ObjectStore, error) {
 	obs, err := s.js.ObjectStore(ctx, ViewsBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return SnapshotMeta{}, ErrNoSnapshot
+		return nil, ErrNoSnapshot
 	}
 	if err != nil {
-		return SnapshotMeta{}, readmodel.Wrap(readmodel.UpstreamError, err, "views snapshot bucket")
+		return nil, readmodel.Wrap(readmodel.UpstreamError, err, "views snapshot bucket")
+	}
+	return obs, nil
+}
+
+// Latest describes the snapshot published last, or ErrNoSnapshot.
+func (s *Snapshots) Latest(ctx context.Context) (SnapshotMeta, error) {
+	obs, err := s.bucket(ctx)
+	if err != nil {
+		return SnapshotMeta{}, err
 	}
 	info, err := obs.GetInfo(ctx, viewsObject)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
@@ -106,12 +115,9 @@ func (s *Snapshots) Latest(ctx context.Context) (SnapshotMeta, error) {
 // bytes read do not match the digest the publish recorded; the caller
 // closes it.
 func (s *Snapshots) Open(ctx context.Context) (io.ReadCloser, SnapshotMeta, error) {
-	obs, err := s.js.ObjectStore(ctx, ViewsBucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return nil, SnapshotMeta{}, ErrNoSnapshot
-	}
+	obs, err := s.bucket(ctx)
 	if err != nil {
-		return nil, SnapshotMeta{}, readmodel.Wrap(readmodel.UpstreamError, err, "views snapshot bucket")
+		return nil, SnapshotMeta{}, err
 	}
 	// nats.go bounds a Get whose context has no deadline by the client's
 	// default timeout (5 s), for the whole object: a restore of the large

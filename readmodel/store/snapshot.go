@@ -84,6 +84,17 @@ type SnapshotInfo struct {
 	Positions map[string]StreamPos
 }
 
+// notePosition records the stream position record k, v holds, if it is one.
+func (info *SnapshotInfo) notePosition(k, v []byte) {
+	if !bytes.HasPrefix(k, pPosition) {
+		return
+	}
+	var p StreamPos
+	if json.Unmarshal(v, &p) == nil {
+		info.Positions[string(k[len(pPosition):])] = p
+	}
+}
+
 // SnapshotSchema is the schema a snapshot of this build's stores carries:
 // only a store of the same schema can be restored from it.
 func SnapshotSchema() string { return schema }
@@ -159,12 +170,7 @@ func (s *Store) WriteSnapshot(ctx context.Context, w io.Writer, opts SnapshotOpt
 			err := item.Value(func(v []byte) error {
 				raw = binary.AppendUvarint(raw, uint64(len(v)))
 				raw = append(raw, v...)
-				if bytes.HasPrefix(k, pPosition) {
-					var p StreamPos
-					if json.Unmarshal(v, &p) == nil {
-						info.Positions[string(k[len(pPosition):])] = p
-					}
-				}
+				info.notePosition(k, v)
 				return nil
 			})
 			if err != nil {
@@ -278,12 +284,7 @@ func RestoreSnapshot(ctx context.Context, dir string, r io.Reader, opts Options)
 			last = append(last[:0], k...)
 			badger.KVToBuffer(&pb.KV{Key: k, Value: v, Version: 1, ExpiresAt: exp}, buf)
 			info.Records++
-			if bytes.HasPrefix(k, pPosition) {
-				var p StreamPos
-				if json.Unmarshal(v, &p) == nil {
-					info.Positions[string(k[len(pPosition):])] = p
-				}
-			}
+			info.notePosition(k, v)
 		}
 		if buf.LenNoPadding() >= 4<<20 {
 			if err := sw.Write(buf); err != nil {
