@@ -76,7 +76,8 @@ type Options struct {
 	// views and closes this projector.
 	OnDamage func(err error)
 	// Yield is called between two messages of a batch and two collection
-	// renders, so that reads served by the same process can go first. nil
+	// renders (applying, the expiry sweep, a full re-render), so that
+	// reads served by the same process can go first. nil
 	// means runtime.Gosched; cmd/marketd passes a pace.Gate's, which
 	// sleeps briefly while reads arrive (internal/pace).
 	Yield func()
@@ -734,8 +735,9 @@ func (p *Projector) runJobLocked(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			a := &applier{tx: tx, now: p.opts.Now(), retention: p.opts.RowRetention}
+			a := &applier{tx: tx, now: p.opts.Now(), retention: p.opts.RowRetention, yield: p.opts.Yield}
 			for _, cid := range ids {
+				a.pause()
 				if err := a.render(cid, partDetail|partBrowse|partListings|partFloor); err != nil {
 					return err
 				}
@@ -799,8 +801,9 @@ func (p *Projector) Sweep(ctx context.Context, now time.Time) (int, error) {
 		}
 		at = next
 		return len(due), p.st.Update(ctx, func(tx *store.Tx) error {
-			a := &applier{tx: tx, now: now, retention: p.opts.RowRetention}
+			a := &applier{tx: tx, now: now, retention: p.opts.RowRetention, yield: p.opts.Yield}
 			for _, cid := range due {
+				a.pause()
 				if err := a.render(cid, partListings|partFloor); err != nil {
 					return err
 				}
@@ -878,8 +881,9 @@ func (p *Projector) renderAllListingsLocked(ctx context.Context, now time.Time) 
 			if ids, err = tx.Collections(after, p.opts.RerenderBatch); err != nil {
 				return err
 			}
-			a := &applier{tx: tx, now: now, retention: p.opts.RowRetention}
+			a := &applier{tx: tx, now: now, retention: p.opts.RowRetention, yield: p.opts.Yield}
 			for _, cid := range ids {
+				a.pause()
 				if err := a.render(cid, partListings|partFloor); err != nil {
 					return err
 				}
