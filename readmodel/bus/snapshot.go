@@ -148,11 +148,26 @@ func (s *Snapshots) Open(ctx context.Context) (io.ReadCloser, SnapshotMeta, erro
 // that has no deadline of its own.
 var SnapshotReadTimeout = 30 * time.Minute
 
+// SnapshotWriteTimeout bounds publishing a snapshot with a context that
+// has no deadline of its own.
+var SnapshotWriteTimeout = 30 * time.Minute
+
 // Publish stores the snapshot r yields as the tier's, replacing the one
 // before once it is whole: a reader of the old one that is cut off by the
 // replacement fails (and a joining node retries or replays). meta.Size
 // and meta.Modified are filled in from the store's answer.
+//
+// A ctx without a deadline gets SnapshotWriteTimeout: nats.go otherwise
+// gives each chunk's acknowledgement the client's default timeout (5 s),
+// and a large node's scheduled publish (3.9 GB at 100,000 collections,
+// inside a 3 GiB memory cgroup) failed with "timeout waiting for ack"
+// after five minutes of a server busy with the node's own faults.
 func (s *Snapshots) Publish(ctx context.Context, meta SnapshotMeta, r io.Reader) (SnapshotMeta, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, SnapshotWriteTimeout)
+		defer cancel()
+	}
 	obs, err := s.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
 		Bucket:      ViewsBucket,
 		Description: "marketd views snapshot: a node with an empty view store starts from it",

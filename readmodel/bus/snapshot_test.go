@@ -125,3 +125,27 @@ func TestViewsSnapshotReadsSlowerThanTheClientTimeout(t *testing.T) {
 	}
 	assert.True(t, bytes.Equal(body, got.Bytes()))
 }
+
+// TestViewsSnapshotPublishesSlowerThanTheClientTimeout: a publish with no
+// deadline of its own is not cut off by the client's default timeout
+// (nats.go gives each chunk's acknowledgement that timeout otherwise).
+func TestViewsSnapshotPublishesSlowerThanTheClientTimeout(t *testing.T) {
+	ctx := context.Background()
+	url := bustest.MustStartServer(t)
+	nc, err := nats.Connect(url)
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(time.Millisecond))
+	require.NoError(t, err)
+	snaps := bus.NewSnapshots(js, 1)
+	body := bytes.Repeat([]byte("marketd views "), 800_000) // 11 MB: 22 chunks
+	_, err = snaps.Publish(ctx, bus.SnapshotMeta{Schema: "s"}, bytes.NewReader(body))
+	require.NoError(t, err)
+
+	r, _, err := snaps.Open(ctx)
+	require.NoError(t, err)
+	defer r.Close()
+	got, err := io.ReadAll(r)
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(body, got))
+}
