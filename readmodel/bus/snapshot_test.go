@@ -98,15 +98,9 @@ func TestViewsSnapshotPublishFailsWithItsReader(t *testing.T) {
 // longer than the client's default timeout; the read must not be cut off.
 func TestViewsSnapshotReadsSlowerThanTheClientTimeout(t *testing.T) {
 	ctx := context.Background()
-	url := bustest.MustStartServer(t)
-	nc, err := nats.Connect(url)
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(200*time.Millisecond))
-	require.NoError(t, err)
-	snaps := bus.NewSnapshots(js, 1)
+	snaps := mustSnapshotsTimingOut(t, 200*time.Millisecond)
 	body := bytes.Repeat([]byte("marketd views "), 200_000) // several chunks
-	_, err = snaps.Publish(ctx, bus.SnapshotMeta{Schema: "s"}, bytes.NewReader(body))
+	_, err := snaps.Publish(ctx, bus.SnapshotMeta{Schema: "s"}, bytes.NewReader(body))
 	require.NoError(t, err)
 
 	r, _, err := snaps.Open(ctx)
@@ -131,15 +125,9 @@ func TestViewsSnapshotReadsSlowerThanTheClientTimeout(t *testing.T) {
 // (nats.go gives each chunk's acknowledgement that timeout otherwise).
 func TestViewsSnapshotPublishesSlowerThanTheClientTimeout(t *testing.T) {
 	ctx := context.Background()
-	url := bustest.MustStartServer(t)
-	nc, err := nats.Connect(url)
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(time.Millisecond))
-	require.NoError(t, err)
-	snaps := bus.NewSnapshots(js, 1)
+	snaps := mustSnapshotsTimingOut(t, time.Millisecond)
 	body := bytes.Repeat([]byte("marketd views "), 800_000) // 11 MB: 22 chunks
-	_, err = snaps.Publish(ctx, bus.SnapshotMeta{Schema: "s"}, bytes.NewReader(body))
+	_, err := snaps.Publish(ctx, bus.SnapshotMeta{Schema: "s"}, bytes.NewReader(body))
 	require.NoError(t, err)
 
 	r, _, err := snaps.Open(ctx)
@@ -148,4 +136,16 @@ func TestViewsSnapshotPublishesSlowerThanTheClientTimeout(t *testing.T) {
 	got, err := io.ReadAll(r)
 	require.NoError(t, err)
 	assert.True(t, bytes.Equal(body, got))
+}
+
+// mustSnapshotsTimingOut returns Snapshots on a fresh server through a
+// client whose default timeout is timeout.
+func mustSnapshotsTimingOut(t *testing.T, timeout time.Duration) *bus.Snapshots {
+	t.Helper()
+	nc, err := nats.Connect(bustest.MustStartServer(t))
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(timeout))
+	require.NoError(t, err)
+	return bus.NewSnapshots(js, 1)
 }
