@@ -122,10 +122,7 @@ func (s *Snapshots) Open(ctx context.Context) (io.ReadCloser, SnapshotMeta, erro
 	// nats.go bounds a Get whose context has no deadline by the client's
 	// default timeout (5 s), for the whole object: a restore of the large
 	// market, reading as fast as it writes, was cut off after 13 s.
-	readCtx, cancel := ctx, context.CancelFunc(func() {})
-	if _, ok := ctx.Deadline(); !ok {
-		readCtx, cancel = context.WithTimeout(ctx, SnapshotReadTimeout)
-	}
+	readCtx, cancel := orDeadline(ctx, SnapshotReadTimeout)
 	res, err := obs.Get(readCtx, viewsObject)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		cancel()
@@ -163,11 +160,8 @@ var SnapshotWriteTimeout = 30 * time.Minute
 // inside a 3 GiB memory cgroup) failed with "timeout waiting for ack"
 // after five minutes of a server busy with the node's own faults.
 func (s *Snapshots) Publish(ctx context.Context, meta SnapshotMeta, r io.Reader) (SnapshotMeta, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, SnapshotWriteTimeout)
-		defer cancel()
-	}
+	ctx, cancel := orDeadline(ctx, SnapshotWriteTimeout)
+	defer cancel()
 	obs, err := s.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
 		Bucket:      ViewsBucket,
 		Description: "marketd views snapshot: a node with an empty view store starts from it",
@@ -192,6 +186,15 @@ func (s *Snapshots) Publish(ctx context.Context, meta SnapshotMeta, r io.Reader)
 		return meta, readmodel.Wrap(readmodel.UpstreamError, err, "put views snapshot")
 	}
 	return metaOf(info), nil
+}
+
+// orDeadline returns ctx bounded by d when it has no deadline of its own
+// (nats.go bounds such a context by the client's default timeout).
+func orDeadline(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, d)
 }
 
 // translatingReader turns the object reader's NATS errors (a digest

@@ -705,6 +705,21 @@ func (p *Projector) applyLocked(ctx context.Context, i int, ds []decoded) error 
 	return nil
 }
 
+// rerender renders the given parts of each collection of ids as of now
+// in tx, yielding before each: the walks over many collections (the
+// expiry sweep, a full re-render, Settle) give way to reads as applying
+// does.
+func (p *Projector) rerender(tx *store.Tx, now time.Time, ids []string, parts int) error {
+	a := &applier{tx: tx, now: now, retention: p.opts.RowRetention, yield: p.opts.Yield}
+	for _, cid := range ids {
+		a.pause()
+		if err := a.render(cid, parts); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (p *Projector) runJob(ctx context.Context) error {
 	p.applyMu.Lock()
 	defer p.applyMu.Unlock()
@@ -735,12 +750,8 @@ func (p *Projector) runJobLocked(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			a := &applier{tx: tx, now: p.opts.Now(), retention: p.opts.RowRetention, yield: p.opts.Yield}
-			for _, cid := range ids {
-				a.pause()
-				if err := a.render(cid, partDetail|partBrowse|partListings|partFloor); err != nil {
-					return err
-				}
+			if err := p.rerender(tx, p.opts.Now(), ids, partDetail|partBrowse|partListings|partFloor); err != nil {
+				return err
 			}
 			if len(ids) < p.opts.RerenderBatch {
 				tx.Delete(store.InJob, jobName)
@@ -801,14 +812,7 @@ func (p *Projector) Sweep(ctx context.Context, now time.Time) (int, error) {
 		}
 		at = next
 		return len(due), p.st.Update(ctx, func(tx *store.Tx) error {
-			a := &applier{tx: tx, now: now, retention: p.opts.RowRetention, yield: p.opts.Yield}
-			for _, cid := range due {
-				a.pause()
-				if err := a.render(cid, partListings|partFloor); err != nil {
-					return err
-				}
-			}
-			return nil
+			return p.rerender(tx, now, due, partListings|partFloor)
 		})
 	})
 	return total + n, err
@@ -881,14 +885,7 @@ func (p *Projector) renderAllListingsLocked(ctx context.Context, now time.Time) 
 			if ids, err = tx.Collections(after, p.opts.RerenderBatch); err != nil {
 				return err
 			}
-			a := &applier{tx: tx, now: now, retention: p.opts.RowRetention, yield: p.opts.Yield}
-			for _, cid := range ids {
-				a.pause()
-				if err := a.render(cid, partListings|partFloor); err != nil {
-					return err
-				}
-			}
-			return nil
+			return p.rerender(tx, now, ids, partListings|partFloor)
 		})
 		if err != nil || len(ids) < p.opts.RerenderBatch {
 			return err
