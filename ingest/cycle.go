@@ -47,6 +47,9 @@ func (in *Ingest) run(ctx context.Context, set map[readmodel.Source]bool) (Summa
 		sum:    Summary{Start: start, Sources: map[string]*SourceSummary{}},
 		hashes: map[hkey][16]byte{}, status: map[hkey]statusState{}, marks: map[string]string{},
 		parts: map[hkey]int{}, listMemos: map[hkey]listingsMemo{}}
+	if in.resumeDue && !in.full {
+		in.resume(ctx, c)
+	}
 	in.beginFull(c, set)
 	if err := ctx.Err(); err != nil {
 		return c.sum, readmodel.Wrap(readmodel.Internal, err, "ingest: cycle not started")
@@ -100,7 +103,7 @@ func (in *Ingest) run(ctx context.Context, set map[readmodel.Source]bool) (Summa
 		return c.sum, readmodel.Wrap(readmodel.Internal, err, "ingest: flush failed")
 	}
 	if c.sum.Full {
-		in.full = false
+		in.full, in.resumeDue = false, false // it published everything: nothing left to learn
 	}
 	for k, h := range c.hashes {
 		in.hashes[k] = h
@@ -277,7 +280,11 @@ func (c *cycle) poll(ctx context.Context, p Poller, sp source.Spec) {
 	if sp.Status == source.PerCollection {
 		pr.seen = map[string]bool{}
 	}
-	req := source.Request{Limit: c.in.cfg.PageLimit, Mark: c.in.marks[sp.Name], Now: func() time.Time { return c.in.now().UTC() }}
+	// Every page is normalized as of the cycle's start, the messages'
+	// ObservedAt: a time-less listing row is stamped with it, so the
+	// content hash of a subject (which leaves that stamp out) can be
+	// computed again from its message on the bus (resume.go).
+	req := source.Request{Limit: c.in.cfg.PageLimit, Mark: c.in.marks[sp.Name], Now: func() time.Time { return c.start }}
 	mark, err := p.Poll(ctx, req, pr)
 	if !c.pollDone(ctx, pr.key, err, began) {
 		return

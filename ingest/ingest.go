@@ -27,11 +27,14 @@
 //   - Each state message is published only when its content hash differs
 //     from the last flushed publish of its subject. Listing rows whose
 //     timestamp defaulted to the poll time hash without it, so they do not
-//     republish every cycle. Hashes live in memory: after a restart
-//     everything is republished once.
+//     republish every cycle. Hashes live in memory; a restarted process
+//     (or a new lease holder) learns them again from the state stream
+//     when it has a StateReader (resume.go), else it republishes
+//     everything once.
 //   - KindStatus per (source, collection), CollectionID "" for source-wide
-//     polls (collection-index, price-feed, sales): published on the first
-//     cycle after start and whenever (ok, errorClass) changes.
+//     polls (collection-index, price-feed, sales): published whenever
+//     (ok, errorClass) changes from what was last published (read back
+//     from the bus after a restart, else on the first cycle).
 //   - A failed poll (5xx, timeout, invalid JSON, transport) publishes
 //     Status{OK: false} for every collection it did not deliver and no rows
 //     for them, so their last good rows stay on the bus. Token polls publish
@@ -105,6 +108,11 @@ type Config struct {
 	// Lease, when set, lets this process poll only while it holds the
 	// lease (several ingest processes, one active; see Lease).
 	Lease Lease
+	// State, when set, is read back at the start of the process's first
+	// cycle and of the first cycle of each lease term, which then publish
+	// only what differs from the bus (resume.go). Without it those cycles
+	// publish everything.
+	State StateReader
 	// Yield, when set, is called before each unit (a collection's rows)
 	// is built and published, so that the process's reads can go first
 	// (cmd/marketd passes a pace.Gate's). It may sleep briefly.
@@ -135,9 +143,14 @@ type Ingest struct {
 	listMemos map[hkey]listingsMemo
 	lastNS    int64 // the last cycle's ID prefix
 	// full makes the next cycle that polls every source republish
-	// everything (full.go); set at New and by RunFullCycle.
+	// everything (full.go); set at New without a StateReader, by
+	// RunFullCycle, and by resume when the bus has nothing to learn from.
 	full bool
-	term uint64 // the lease term of the last cycle (see leaseGate)
+	// resumeDue makes the next cycle that is not full read back the
+	// state stream first (resume.go); set at New and on a new lease term
+	// when Config.State is set.
+	resumeDue bool
+	term      uint64 // the lease term of the last cycle (see leaseGate)
 
 	stats statsCounter
 
@@ -202,7 +215,8 @@ func New(cfg Config, pub Publisher, log zerolog.Logger) (*Ingest, error) {
 	}
 	in := &Ingest{cfg: cfg, pub: pub, log: log.With().Str("component", "ingest").Logger(), now: cfg.Now,
 		hashes: map[hkey][16]byte{}, status: map[hkey]statusState{}, marks: map[string]string{},
-		parts: map[hkey]int{}, listMemos: map[hkey]listingsMemo{}, full: true}
+		parts: map[hkey]int{}, listMemos: map[hkey]listingsMemo{},
+		full: cfg.State == nil, resumeDue: cfg.State != nil}
 	if in.now == nil {
 		in.now = time.Now
 	}
@@ -313,6 +327,13 @@ func (in *Ingest) done(ctx context.Context, trigger string, sum Summary, err err
 		}
 	}
 	sort.Strings(failed)
+	if r := sum.Resumed; r != nil {
+		if r.Error != "" {
+			ev = in.log.Warn()
+			in.log.Warn().Str("trigger", trigger).Str("error", r.Error).Msg("could not read back the state stream: this cycle published everything")
+		}
+		ev = ev.Int("resumedRead", r.Read).Int("resumedSubjects", r.Subjects).Int("resumedSkipped", r.Skipped)
+	}
 	ev.Str("trigger", trigger).Int("published", sum.Published).Int("unchanged", sum.Unchanged).Strs("sourcesFailed", failed).
 		Int64("took_ms", sum.End.Sub(sum.Start).Milliseconds()).Uint64("stateSeq", sum.Position.State).Msg("ingest cycle")
 }

@@ -51,8 +51,9 @@ func notLeader() error {
 
 // leaseGate reports whether this process may run a cycle now. On the first
 // cycle of a new lease term it forgets what it published before (content
-// hashes, listing memos): another holder may have published since, so
-// everything is published again once, as after a restart.
+// hashes, listing memos): another holder may have published since. That
+// cycle learns it again from the bus (resume.go), or without a
+// StateReader publishes everything once, as after a restart.
 func (in *Ingest) leaseGate() error {
 	l := in.cfg.Lease
 	if l == nil {
@@ -69,6 +70,7 @@ func (in *Ingest) leaseGate() error {
 		clear(in.hashes)
 		clear(in.listMemos)
 		clear(in.status)
+		in.resumeDue = in.cfg.State != nil
 	}
 	return nil
 }

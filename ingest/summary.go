@@ -25,6 +25,17 @@ type Summary struct {
 	// Full is set on a cycle that republished every subject (see
 	// RunFullCycle) and ended with readmodel.FullCycleEnd.
 	Full bool `json:"full,omitempty"`
+	// Resumed is set on a cycle that first read back the state stream
+	// (resume.go).
+	Resumed *Resumed `json:"resumed,omitempty"`
+}
+
+// Resumed is what a cycle learnt from the state stream before polling.
+type Resumed struct {
+	Read     int    `json:"read"`            // messages read back
+	Skipped  int    `json:"skipped"`         // of them, passed over: they did not decode
+	Subjects int    `json:"subjects"`        // subjects and poll statuses learnt
+	Error    string `json:"error,omitempty"` // why reading failed: the cycle published everything
 }
 
 // SourceSummary is one source's share of a cycle.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/big"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -198,24 +199,25 @@ func TestRestartServesPreviousViews(t *testing.T) {
 	require.Equal(t, 200, after.Status, "%s", after.Body)
 	// usd aside: the restarted node's price feed is unreachable too, and
 	// once that poll is projected usd is null (SPEC §2), as it should be.
-	assert.Equal(t, withoutUSD(before.JSON["data"]), withoutUSD(after.JSON["data"]), "the previous views are served at once")
+	assert.Equal(t, without(before.JSON["data"], "usd"), without(after.JSON["data"], "usd"), "the previous views are served at once")
 }
 
-// withoutUSD returns v with every "usd" member removed.
-func withoutUSD(v any) any {
+// without returns v with every member named one of keys removed, at any
+// depth.
+func without(v any, keys ...string) any {
 	switch x := v.(type) {
 	case map[string]any:
 		out := map[string]any{}
 		for k, c := range x {
-			if k != "usd" {
-				out[k] = withoutUSD(c)
+			if !slices.Contains(keys, k) {
+				out[k] = without(c, keys...)
 			}
 		}
 		return out
 	case []any:
 		out := make([]any, len(x))
 		for i, c := range x {
-			out[i] = withoutUSD(c)
+			out[i] = without(c, keys...)
 		}
 		return out
 	}

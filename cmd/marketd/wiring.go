@@ -250,7 +250,7 @@ func newIngest(cfg config.Config, js jetstream.JetStream, lease *bus.Lease, log 
 		}
 		srcs[src] = ingest.SourceConfig{BaseURL: s.BaseURL, Interval: s.Interval, Timeout: s.Timeout}
 	}
-	icfg := ingest.Config{Sources: srcs, OnCycle: onCycle, Yield: yield}
+	icfg := ingest.Config{Sources: srcs, OnCycle: onCycle, Yield: yield, State: bus.NewState(js)}
 	if lease != nil {
 		icfg.Lease = lease
 	}

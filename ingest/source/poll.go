@@ -77,7 +77,7 @@ const (
 type Request struct {
 	Limit int              // rows asked per page
 	Mark  string           // the mark the last recorded poll returned; "" at first
-	Now   func() time.Time // the cycle's clock (UTC); read once per page
+	Now   func() time.Time // the time (UTC) rows are normalized as of; read once per page
 }
 
 // Sink receives a poll's output. Its methods are called from the poll's

@@ -20,7 +20,7 @@ import (
 // and renders each collection once, when the cold start ends:
 //
 //   - at the last message of a full ingest cycle (readmodel.FullCycleEnd:
-//     the first cycle of every ingest process is one);
+//     the first cycle of an ingest process on an empty stream is one);
 //   - when it has applied what the streams held at Open, if they held
 //     anything (a joining node catching up on a tier's streams);
 //   - when nothing arrived for Options.ColdIdle while renders are held
