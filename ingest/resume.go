@@ -43,10 +43,10 @@ type StateReader interface {
 // state stream holds (see the top of this file). Called with cycleMu held
 // at the start of a cycle, before beginFull. When the stream is empty,
 // cannot be read or holds a message that does not decode, it asks for a
-// full cycle instead (in.full), as without a StateReader. It records the
-// outcome in c's summary.
+// full cycle instead (in.full), as without a StateReader; when ctx ends
+// during the read it changes nothing and the read stays due. It records
+// the outcome in c's summary.
 func (in *Ingest) resume(ctx context.Context, c *cycle) {
-	in.resumeDue = false
 	var (
 		mu     sync.Mutex
 		hashes = map[hkey][16]byte{}
@@ -78,6 +78,10 @@ func (in *Ingest) resume(ctx context.Context, c *cycle) {
 		}
 		return nil
 	})
+	if ctx.Err() != nil {
+		return // the cycle ends without polling; the next one reads again
+	}
+	in.resumeDue = false
 	c.sum.Resumed = &Resumed{Read: read, Skipped: skipped}
 	if err != nil {
 		c.sum.Resumed.Error = err.Error()

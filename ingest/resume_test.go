@@ -28,6 +28,9 @@ type stateStream struct {
 	garbage int   // this many more messages that do not decode
 	err     error // LastPerSubject fails with it
 	reads   int
+	// during, when set, runs inside LastPerSubject (a cycle cancelled
+	// while reading); LastPerSubject then fails with ctx's error.
+	during func()
 }
 
 func (s *stateStream) add(msgs ...*readmodel.Message) {
@@ -47,10 +50,14 @@ func stateKey(m *readmodel.Message) string {
 	return fmt.Sprintf("%s/%s/%s/%d", m.Kind, m.Source, m.CollectionID, m.Bucket)
 }
 
-func (s *stateStream) LastPerSubject(_ context.Context, fn func(*readmodel.Message) error) (int, int, error) {
+func (s *stateStream) LastPerSubject(ctx context.Context, fn func(*readmodel.Message) error) (int, int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reads++
+	if s.during != nil {
+		s.during()
+		return 0, 0, ctx.Err()
+	}
 	if s.err != nil {
 		return 0, 0, s.err
 	}
@@ -253,6 +260,20 @@ func TestARestartedIngestResumesFromTheBus(t *testing.T) {
 			state.err = nil
 			_, _ = cycle(t, b, bpub, state)
 			assert.Equal(t, reads+1, state.reads, "read back once per process, not every cycle")
+		}},
+		{"a cycle cancelled while reading back: the next one reads again", func(t *testing.T, m *market, state *stateStream) {
+			a, apub := m.process(t, state, nil)
+			cycle(t, a, apub, state)
+			b, bpub := m.process(t, state, nil)
+			ctx, cancel := context.WithCancel(context.Background())
+			state.during = cancel
+			_, err := b.RunCycle(ctx)
+			require.Error(t, err)
+			state.during = nil
+			sum, msgs := cycle(t, b, bpub, state)
+			require.NotNil(t, sum.Resumed)
+			assert.False(t, sum.Full, "not a full cycle for a read that was cut short")
+			assert.Empty(t, payloads(t, msgs))
 		}},
 		{"garbage on the bus: the cycle is full", func(t *testing.T, m *market, state *stateStream) {
 			a, apub := m.process(t, state, nil)
