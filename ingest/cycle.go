@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"maps"
 	"strconv"
 	"sync"
 	"time"
@@ -120,8 +121,16 @@ func (in *Ingest) run(ctx context.Context, set map[readmodel.Source]bool) (Summa
 	if c.collsOK {
 		in.colls = c.newColls
 	}
+	// The marks as they were after the cycle before: what they cover was
+	// acknowledged a cycle ago (see resume.go).
+	prev := maps.Clone(in.marks)
 	for k, m := range c.marks {
 		in.marks[k] = m
+	}
+	if in.cfg.Marks != nil {
+		if err := in.cfg.Marks.SaveMarks(ctx, prev); err != nil {
+			c.sum.MarksError = err.Error()
+		}
 	}
 	c.sum.End = in.now().UTC()
 	c.sum.Position = pos

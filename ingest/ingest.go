@@ -113,6 +113,10 @@ type Config struct {
 	// only what differs from the bus (resume.go). Without it those cycles
 	// publish everything.
 	State StateReader
+	// Marks, when set, keeps the polls' resume points (token watermark,
+	// sales cursor) on the bus for the next process or lease holder
+	// (resume.go).
+	Marks MarkStore
 	// Yield, when set, is called before each unit (a collection's rows)
 	// is built and published, so that the process's reads can go first
 	// (cmd/marketd passes a pace.Gate's). It may sleep briefly.
@@ -332,7 +336,13 @@ func (in *Ingest) done(ctx context.Context, trigger string, sum Summary, err err
 			ev = in.log.Warn()
 			in.log.Warn().Str("trigger", trigger).Str("error", r.Error).Msg("could not read back the state stream: this cycle published everything")
 		}
-		ev = ev.Int("resumedRead", r.Read).Int("resumedSubjects", r.Subjects).Int("resumedSkipped", r.Skipped)
+		if r.MarksError != "" {
+			in.log.Warn().Str("trigger", trigger).Str("error", r.MarksError).Msg("could not load the polls' resume points: polled from the start")
+		}
+		ev = ev.Int("resumedRead", r.Read).Int("resumedSubjects", r.Subjects).Int("resumedSkipped", r.Skipped).Int("resumedMarks", r.Marks)
+	}
+	if sum.MarksError != "" {
+		in.log.Warn().Str("trigger", trigger).Str("error", sum.MarksError).Msg("could not save the polls' resume points")
 	}
 	ev.Str("trigger", trigger).Int("published", sum.Published).Int("unchanged", sum.Unchanged).Strs("sourcesFailed", failed).
 		Int64("took_ms", sum.End.Sub(sum.Start).Milliseconds()).Uint64("stateSeq", sum.Position.State).Msg("ingest cycle")

@@ -22,10 +22,14 @@ import (
 //     restart kept neither before);
 //   - how many buckets each bucketed subject was last published in.
 //
-// Only what differs from the bus is then published. What is not on the
-// bus is not learnt: the token watermark and the sales cursor start over
-// (the first cycle polls every token and republishes the sales the
-// upstream still offers, as before), and so do the raw-rows memos. A
+// Only what differs from the bus is then published. With a MarkStore it
+// also learns the polls' resume points (the token watermark, the sales
+// cursor), which every cycle saves once its publishes are acknowledged:
+// the points as they were after the cycle before, so that what they
+// cover was acknowledged a whole cycle earlier and has long been
+// written to disk (the bus syncs every second). Without them the first
+// cycle polls every token (publishing only changed buckets) and offers
+// the sales the upstream still has again. The raw-rows memos start over. A
 // cycle that resumed is not full: telling the nodes that passed over gaps
 // of a damaged stream that they are whole again is still a full cycle's
 // job (RunFullCycle). On an empty stream, one that cannot be read or one
@@ -37,6 +41,15 @@ type StateReader interface {
 	// with the last message of every state subject; a message that does
 	// not decode is passed over and counted in skipped.
 	LastPerSubject(ctx context.Context, fn func(*readmodel.Message) error) (read, skipped int, err error)
+}
+
+// MarkStore keeps the polls' resume points on the bus. cmd/marketd passes
+// bus.State.
+type MarkStore interface {
+	// LoadMarks returns what SaveMarks last stored (empty: none).
+	LoadMarks(ctx context.Context) (map[string]string, error)
+	// SaveMarks replaces the stored marks.
+	SaveMarks(ctx context.Context, marks map[string]string) error
 }
 
 // resume replaces what in remembers of published subjects with what the
@@ -89,6 +102,16 @@ func (in *Ingest) resume(ctx context.Context, c *cycle) {
 		c.sum.Resumed.Subjects = len(hashes) + len(status)
 		in.hashes, in.status, in.parts = hashes, status, parts
 		clear(in.listMemos)
+		if in.cfg.Marks != nil && read > 0 && skipped == 0 {
+			// Marks that cannot be loaded: the polls start over, as
+			// without a MarkStore (nothing is missed, more is polled).
+			if marks, err := in.cfg.Marks.LoadMarks(ctx); err != nil {
+				c.sum.Resumed.MarksError = err.Error()
+			} else {
+				in.marks = marks
+				c.sum.Resumed.Marks = len(marks)
+			}
+		}
 	}
 	// An empty stream (a new bus, or a purged one), one that could not be
 	// read, or one holding garbage: the cycle is full, as without a

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http/httptest"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/marketd/marketd/ingest"
 	"github.com/marketd/marketd/ingest/sim"
+	"github.com/marketd/marketd/ingest/source"
 	"github.com/marketd/marketd/readmodel"
 )
 
@@ -31,6 +33,10 @@ type stateStream struct {
 	// during, when set, runs inside LastPerSubject (a cycle cancelled
 	// while reading); LastPerSubject then fails with ctx's error.
 	during func()
+	// marks are the polls' resume points SaveMarks stored; marksErr
+	// fails both LoadMarks and SaveMarks.
+	marks    map[string]string
+	marksErr error
 }
 
 func (s *stateStream) add(msgs ...*readmodel.Message) {
@@ -44,6 +50,26 @@ func (s *stateStream) add(msgs ...*readmodel.Message) {
 			s.last[stateKey(m)] = m
 		}
 	}
+}
+
+// LoadMarks and SaveMarks make stateStream an ingest.MarkStore.
+func (s *stateStream) LoadMarks(context.Context) (map[string]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.marksErr != nil {
+		return nil, s.marksErr
+	}
+	return maps.Clone(s.marks), nil
+}
+
+func (s *stateStream) SaveMarks(_ context.Context, marks map[string]string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.marksErr != nil {
+		return s.marksErr
+	}
+	s.marks = maps.Clone(marks)
+	return nil
 }
 
 func stateKey(m *readmodel.Message) string {
@@ -123,7 +149,13 @@ func (m *market) fault(t *testing.T, src readmodel.Source, mode string) {
 func (m *market) process(t *testing.T, state ingest.StateReader, lease ingest.Lease) (*ingest.Ingest, *fakePub) {
 	t.Helper()
 	pub := &fakePub{}
-	cfg := ingest.Config{Sources: map[readmodel.Source]ingest.SourceConfig{}, Now: m.clock, PageLimit: 300, State: state, Lease: lease}
+	cfg := ingest.Config{Sources: map[readmodel.Source]ingest.SourceConfig{}, Now: m.clock, PageLimit: 300, Lease: lease}
+	if state != nil {
+		cfg.State = state
+		if ms, ok := state.(ingest.MarkStore); ok {
+			cfg.Marks = ms
+		}
+	}
 	for _, src := range readmodel.Sources {
 		cfg.Sources[src] = ingest.SourceConfig{BaseURL: m.url + "/" + string(src), Timeout: 30 * time.Second}
 	}
@@ -186,6 +218,16 @@ func payloads(t *testing.T, msgs []*readmodel.Message) map[string]string {
 	return out
 }
 
+// sales returns the sale rows of msgs, in order.
+func sales(t *testing.T, msgs []*readmodel.Message) []readmodel.SaleRow {
+	t.Helper()
+	var out []readmodel.SaleRow
+	for _, m := range byKind(msgs, readmodel.KindSales) {
+		out = append(out, m.Sales...)
+	}
+	return out
+}
+
 func TestARestartedIngestResumesFromTheBus(t *testing.T) {
 	tests := []struct {
 		name string
@@ -237,6 +279,32 @@ func TestARestartedIngestResumesFromTheBus(t *testing.T) {
 				assert.False(t, s.Status.OK)
 				assert.True(t, s.Status.LastGoodAt.Equal(lastGood), "last good time kept across the restart: %s", s.Status.LastGoodAt)
 			}
+		}},
+		{"the polls resume where the cycle before the last left off", func(t *testing.T, m *market, state *stateStream) {
+			a, apub := m.process(t, state, nil)
+			first, all := cycle(t, a, apub, state)
+			m.step()
+			_, last := cycle(t, a, apub, state)
+			require.NotEmpty(t, sales(t, last), "the step brought sales")
+			require.Len(t, state.marks, 2, "the token watermark and the sales cursor saved")
+
+			b, bpub := m.process(t, state, nil)
+			sum, msgs := cycle(t, b, bpub, state)
+			assert.Equal(t, 2, sum.Resumed.Marks)
+			assert.Equal(t, sales(t, last), sales(t, msgs), "the last cycle's sales offered again, not the %d of the first", len(sales(t, all)))
+			assert.Less(t, sum.Sources[source.TokensPoll].RowsAccepted, first.Sources[source.TokensPoll].RowsAccepted, "tokens polled from the watermark")
+			assert.Empty(t, payloads(t, msgs))
+		}},
+		{"marks that cannot be saved or loaded: the cycle completes, the polls start over", func(t *testing.T, m *market, state *stateStream) {
+			state.marksErr = errors.New("nats: timeout")
+			a, apub := m.process(t, state, nil)
+			sum, all := cycle(t, a, apub, state)
+			assert.Contains(t, sum.MarksError, "timeout")
+			b, bpub := m.process(t, state, nil)
+			sum, msgs := cycle(t, b, bpub, state)
+			assert.Contains(t, sum.Resumed.MarksError, "timeout")
+			assert.Equal(t, sales(t, all), sales(t, msgs), "every sale offered again")
+			assert.Empty(t, payloads(t, msgs))
 		}},
 		{"an empty bus: the first cycle is full", func(t *testing.T, m *market, state *stateStream) {
 			b, bpub := m.process(t, state, nil)

@@ -28,6 +28,9 @@ type Summary struct {
 	// Resumed is set on a cycle that first read back the state stream
 	// (resume.go).
 	Resumed *Resumed `json:"resumed,omitempty"`
+	// MarksError says why the polls' resume points could not be saved
+	// (MarkStore) after the cycle; the cycle itself completed.
+	MarksError string `json:"marksError,omitempty"`
 }
 
 // Resumed is what a cycle learnt from the state stream before polling.
@@ -36,6 +39,10 @@ type Resumed struct {
 	Skipped  int    `json:"skipped"`         // of them, passed over: they did not decode
 	Subjects int    `json:"subjects"`        // subjects and poll statuses learnt
 	Error    string `json:"error,omitempty"` // why reading failed: the cycle published everything
+	// Marks is how many polls' resume points were loaded (MarkStore);
+	// MarksError why they could not be (the polls started over).
+	Marks      int    `json:"marks"`
+	MarksError string `json:"marksError,omitempty"`
 }
 
 // SourceSummary is one source's share of a cycle.

@@ -19,6 +19,7 @@ type cycleLog struct {
 	StateSeq        uint64 `json:"stateSeq"`
 	ResumedRead     *int   `json:"resumedRead"`
 	ResumedSubjects int    `json:"resumedSubjects"`
+	ResumedMarks    int    `json:"resumedMarks"`
 }
 
 // firstCycle returns the log line of m's first ingest cycle.
@@ -37,11 +38,13 @@ func firstCycle(t *testing.T, m *Main) cycleLog {
 }
 
 // TestARestartedNodePublishesOnlyWhatChanged: `marketd all` restarted on
-// its data dir over an unchanged market reads the state stream back
-// before its first cycle (ingest/resume.go), so that cycle publishes no
-// state subject again: the state stream grows by the one "polled" message
-// of each poll, not by the whole market, and the restarted node is ready
-// and serves the same views.
+// its data dir over an unchanged market reads the state stream and the
+// polls' resume points back before its first cycle (ingest/resume.go), so
+// that cycle publishes nothing again: no state subject (the state stream
+// grows by the one "polled" message of each poll, not by the whole
+// market) and no sale (the sales cursor is the one saved after the
+// cycle before the last). The restarted node is ready and serves the same
+// views.
 func TestARestartedNodePublishesOnlyWhatChanged(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{"--data-dir", dir, "--sim-seed", e2eSeed, "--sim-collections", "30", "--sim-tokens", "20",
@@ -50,6 +53,10 @@ func TestARestartedNodePublishesOnlyWhatChanged(t *testing.T) {
 	before := get(t, first.API+"/v1/collections?limit=10")
 	require.Equal(t, 200, before.Status)
 	c1 := firstCycle(t, first)
+	// A second cycle: the marks saved after it are those of the first.
+	r := post(t, first.Admin+"/admin/ingest", "")
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	stopped := uint64(obj(r.JSON["position"])["state"].(float64))
 	first.Stop(t)
 
 	second := MustRunMain(t, args...)
@@ -62,8 +69,10 @@ func TestARestartedNodePublishesOnlyWhatChanged(t *testing.T) {
 	assert.Positive(t, c2.ResumedSubjects)
 	require.Greater(t, c1.StateSeq, uint64(200), "the first cycle published the market")
 	polls := len(config.SourceNames) + 1 // the seven sources and the token poll
-	assert.LessOrEqual(t, c2.StateSeq-c1.StateSeq, uint64(polls), "no state subject published again, only each poll's polled message")
+	assert.LessOrEqual(t, c2.StateSeq-stopped, uint64(polls), "no state subject published again, only each poll's polled message")
 	assert.Positive(t, c2.Unchanged)
+	assert.Equal(t, 2, c2.ResumedMarks, "the token watermark and the sales cursor")
+	assert.Zero(t, c2.Published, "no sale offered again either")
 
 	after := get(t, second.API+"/v1/collections?limit=10")
 	require.Equal(t, 200, after.Status)

@@ -250,7 +250,8 @@ func newIngest(cfg config.Config, js jetstream.JetStream, lease *bus.Lease, log 
 		}
 		srcs[src] = ingest.SourceConfig{BaseURL: s.BaseURL, Interval: s.Interval, Timeout: s.Timeout}
 	}
-	icfg := ingest.Config{Sources: srcs, OnCycle: onCycle, Yield: yield, State: bus.NewState(js)}
+	state := bus.NewState(js, cfg.StreamReplicas)
+	icfg := ingest.Config{Sources: srcs, OnCycle: onCycle, Yield: yield, State: state, Marks: state}
 	if lease != nil {
 		icfg.Lease = lease
 	}

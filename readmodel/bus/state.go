@@ -2,6 +2,7 @@ package bus
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"runtime"
 	"sync"
@@ -18,14 +19,93 @@ import (
 // stream holds it already, so a longer silence means the bus is gone.
 const stateReadWait = 10 * time.Second
 
-// State reads back what the state stream holds. It implements ingest's
-// StateReader: a new ingest process, or one that just took the ingest
-// lease, learns what is already published instead of publishing it all
-// again.
-type State struct{ js jetstream.JetStream }
+// MarksBucket is the JetStream key-value bucket in which ingest keeps its
+// polls' resume points (the token watermark, the sales cursor; MarksKey).
+//
+// WARNING: renaming it makes the next ingest process poll every token and
+// offer every sale the upstream has again, once.
+const MarksBucket = "MARKETD_INGEST"
 
-// NewState returns a State on js.
-func NewState(js jetstream.JetStream) *State { return &State{js: js} }
+// MarksKey is the key of the polls' resume points in MarksBucket.
+const MarksKey = "marks"
+
+// State is what ingest keeps on the bus beyond its messages: it reads
+// back the state stream and keeps the polls' resume points. It implements
+// ingest's StateReader and MarkStore, so that a new ingest process, or one
+// that just took the ingest lease, learns what is already published
+// instead of publishing it all again. It is safe for concurrent use.
+type State struct {
+	js       jetstream.JetStream
+	replicas int
+
+	mu sync.Mutex
+	kv jetstream.KeyValue // MarksBucket, once opened
+}
+
+// NewState returns a State on js whose marks bucket, created on first
+// use, has replicas replicas (the streams' count).
+func NewState(js jetstream.JetStream, replicas int) *State {
+	return &State{js: js, replicas: max(replicas, 1)}
+}
+
+// marks opens (creating it if needed) MarksBucket.
+func (s *State) marks(ctx context.Context) (jetstream.KeyValue, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.kv != nil {
+		return s.kv, nil
+	}
+	kv, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      MarksBucket,
+		Description: "marketd ingest: the polls' resume points",
+		History:     1,
+		Storage:     jetstream.FileStorage,
+		Replicas:    s.replicas,
+	})
+	if err != nil {
+		return nil, translate(err, "marks bucket")
+	}
+	s.kv = kv
+	return kv, nil
+}
+
+// LoadMarks returns the resume points SaveMarks last stored, empty when
+// there are none. Errors are UpstreamError *readmodel.Error values.
+func (s *State) LoadMarks(ctx context.Context) (map[string]string, error) {
+	kv, err := s.marks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e, err := kv.Get(ctx, MarksKey)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, translate(err, "load marks")
+	}
+	marks := map[string]string{}
+	if err := json.Unmarshal(e.Value(), &marks); err != nil {
+		return nil, readmodel.Wrap(readmodel.UpstreamError, err, "load marks: not a JSON object")
+	}
+	return marks, nil
+}
+
+// SaveMarks stores marks in place of the previous ones. Errors are
+// UpstreamError *readmodel.Error values.
+func (s *State) SaveMarks(ctx context.Context, marks map[string]string) error {
+	kv, err := s.marks(ctx)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(marks)
+	if err != nil {
+		return readmodel.Wrap(readmodel.Internal, err, "save marks")
+	}
+	if _, err := kv.Put(ctx, MarksKey, b); err != nil {
+		return translate(err, "save marks")
+	}
+	return nil
+}
 
 // LastPerSubject calls fn with every message of the state stream, which
 // keeps only the last message of each subject (StateStream), decoded, up

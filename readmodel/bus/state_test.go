@@ -23,7 +23,7 @@ func TestStateReadsTheLastMessageOfEverySubject(t *testing.T) {
 	ctx := context.Background()
 	url := bustest.MustStartServer(t)
 	js := bustest.MustConnect(t, url, 1)
-	state := bus.NewState(js)
+	state := bus.NewState(js, 1)
 	collect := func(t *testing.T) (map[string]*readmodel.Message, int, int) {
 		t.Helper()
 		var mu sync.Mutex
@@ -91,4 +91,22 @@ func TestStateReadsTheLastMessageOfEverySubject(t *testing.T) {
 		assert.ErrorIs(t, err, boom)
 		assert.Less(t, calls, colls, "not called for every message after the error")
 	})
+}
+
+// TestStateKeepsMarksForTheNextProcess: the polls' resume points one
+// process saves are what the next one (another connection) loads.
+func TestStateKeepsMarksForTheNextProcess(t *testing.T) {
+	ctx := context.Background()
+	url := bustest.MustStartServer(t)
+	first := bus.NewState(bustest.MustConnect(t, url, 1), 1)
+	marks, err := first.LoadMarks(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, marks, "none saved yet")
+
+	require.NoError(t, first.SaveMarks(ctx, map[string]string{"sales": "cursor-1", "tokens": "2026-11-26T19:00:00Z"}))
+	require.NoError(t, first.SaveMarks(ctx, map[string]string{"sales": "cursor-2", "tokens": "2026-11-26T19:02:00Z"}))
+	next := bus.NewState(bustest.MustConnect(t, url, 1), 1)
+	marks, err = next.LoadMarks(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"sales": "cursor-2", "tokens": "2026-11-26T19:02:00Z"}, marks, "the last saved")
 }
