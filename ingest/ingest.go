@@ -339,7 +339,7 @@ func (in *Ingest) done(ctx context.Context, trigger string, sum Summary, err err
 		if r.MarksError != "" {
 			in.log.Warn().Str("trigger", trigger).Str("error", r.MarksError).Msg("could not load the polls' resume points: polled from the start")
 		}
-		ev = ev.Int("resumedRead", r.Read).Int("resumedSubjects", r.Subjects).Int("resumedSkipped", r.Skipped).Int("resumedMarks", r.Marks)
+		ev = ev.Int("resumedRead", r.Read).Int("resumedSubjects", r.Subjects).Int("resumedSkipped", r.Skipped).Int("resumedMarks", r.Marks).Int64("resumedTookMs", r.TookMS)
 	}
 	if sum.MarksError != "" {
 		in.log.Warn().Str("trigger", trigger).Str("error", sum.MarksError).Msg("could not save the polls' resume points")

@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/marketd/marketd/readmodel"
 )
@@ -66,6 +67,7 @@ func (in *Ingest) resume(ctx context.Context, c *cycle) {
 		status = map[hkey]statusState{}
 		parts  = map[hkey]int{}
 	)
+	began := time.Now()
 	read, skipped, err := in.cfg.State.LastPerSubject(ctx, func(m *readmodel.Message) error {
 		switch m.Kind {
 		case readmodel.KindStatus:
@@ -95,7 +97,7 @@ func (in *Ingest) resume(ctx context.Context, c *cycle) {
 		return // the cycle ends without polling; the next one reads again
 	}
 	in.resumeDue = false
-	c.sum.Resumed = &Resumed{Read: read, Skipped: skipped}
+	c.sum.Resumed = &Resumed{Read: read, Skipped: skipped, TookMS: time.Since(began).Milliseconds()}
 	if err != nil {
 		c.sum.Resumed.Error = err.Error()
 	} else {

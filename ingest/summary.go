@@ -38,6 +38,7 @@ type Resumed struct {
 	Read     int    `json:"read"`            // messages read back
 	Skipped  int    `json:"skipped"`         // of them, passed over: they did not decode
 	Subjects int    `json:"subjects"`        // subjects and poll statuses learnt
+	TookMS   int64  `json:"tookMs"`          // wall time of the read
 	Error    string `json:"error,omitempty"` // why reading failed: the cycle published everything
 	// Marks is how many polls' resume points were loaded (MarkStore);
 	// MarksError why they could not be (the polls started over).
