@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"time"
 
@@ -110,7 +111,8 @@ func (in *Ingest) resume(ctx context.Context, c *cycle) {
 			if marks, err := in.cfg.Marks.LoadMarks(ctx); err != nil {
 				c.sum.Resumed.MarksError = err.Error()
 			} else {
-				in.marks = marks
+				in.marks = make(map[string]string, len(marks))
+				maps.Copy(in.marks, marks)
 				c.sum.Resumed.Marks = len(marks)
 			}
 		}

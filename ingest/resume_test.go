@@ -306,6 +306,18 @@ func TestARestartedIngestResumesFromTheBus(t *testing.T) {
 			assert.Equal(t, sales(t, all), sales(t, msgs), "every sale offered again")
 			assert.Empty(t, payloads(t, msgs))
 		}},
+		{"a store that has no marks (nil): the polls start over", func(t *testing.T, m *market, state *stateStream) {
+			a, apub := m.process(t, state, nil)
+			_, all := cycle(t, a, apub, state)
+			state.marks = nil
+			b, bpub := m.process(t, state, nil)
+			sum, msgs := cycle(t, b, bpub, state)
+			assert.Zero(t, sum.Resumed.Marks)
+			assert.Equal(t, sales(t, all), sales(t, msgs), "every sale offered again")
+			m.step()
+			cycle(t, b, bpub, state) // and it goes on keeping marks
+			assert.Len(t, state.marks, 2)
+		}},
 		{"an empty bus: the first cycle is full", func(t *testing.T, m *market, state *stateStream) {
 			b, bpub := m.process(t, state, nil)
 			sum, msgs := cycle(t, b, bpub, state)

@@ -83,9 +83,12 @@ func (s *State) LoadMarks(ctx context.Context) (map[string]string, error) {
 	if err != nil {
 		return nil, translate(err, "load marks")
 	}
-	marks := map[string]string{}
+	var marks map[string]string
 	if err := json.Unmarshal(e.Value(), &marks); err != nil {
 		return nil, readmodel.Wrap(readmodel.UpstreamError, err, "load marks: not a JSON object")
+	}
+	if marks == nil { // "null"
+		marks = map[string]string{}
 	}
 	return marks, nil
 }
