@@ -249,7 +249,7 @@ func (c *cycle) publish(ctx context.Context, key string, msg *readmodel.Message,
 // setStatus records the poll outcome of (src, coll) and publishes it on the
 // first cycle after start and whenever (ok, errorClass) changes.
 func (c *cycle) setStatus(ctx context.Context, src readmodel.Source, coll string, pollErr error) error {
-	sk := keyOf(string(src) + "|" + coll)
+	sk := statusKey(src, coll)
 	prev, had := c.in.status[sk]
 	class := source.ErrorClass(pollErr)
 	st := statusState{ok: pollErr == nil, class: classIndex(class)}
@@ -269,8 +269,7 @@ func (c *cycle) setStatus(ctx context.Context, src readmodel.Source, coll string
 	if had && prev.ok == st.ok && prev.class == st.class && !c.sum.Full {
 		return nil
 	}
-	msg := &readmodel.Message{Kind: readmodel.KindStatus, Source: src, CollectionID: coll, Status: &readmodel.PollStatus{
-		OK: st.ok, ErrorClass: errorClasses[st.class], LastGoodAt: fromUnixNano(st.lastGoodAt), FailingSince: fromUnixNano(st.failingSince)}}
+	msg := &readmodel.Message{Kind: readmodel.KindStatus, Source: src, CollectionID: coll, Status: st.pollStatus()}
 	return c.publish(ctx, string(src), msg, hkey{}, nil)
 }
 
@@ -293,7 +292,7 @@ func (c *cycle) poll(ctx context.Context, p Poller, sp source.Spec) {
 	// ObservedAt: a time-less listing row is stamped with it, so the
 	// content hash of a subject (which leaves that stamp out) can be
 	// computed again from its message on the bus (resume.go).
-	req := source.Request{Limit: c.in.cfg.PageLimit, Mark: c.in.marks[sp.Name], Now: func() time.Time { return c.start }}
+	req := source.Request{Limit: c.in.cfg.PageLimit, Mark: c.in.marks[sp.Name], Now: c.start}
 	mark, err := p.Poll(ctx, req, pr)
 	if !c.pollDone(ctx, pr.key, err, began) {
 		return

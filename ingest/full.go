@@ -59,14 +59,13 @@ func (c *cycle) endFull(ctx context.Context) error {
 	if !c.sum.Full {
 		return nil
 	}
-	sk := keyOf(string(readmodel.SourceCollectionIndex) + "|")
+	sk := statusKey(readmodel.SourceCollectionIndex, "")
 	st, ok := c.status[sk]
 	if !ok {
 		c.sum.Full = false // the index was not polled: not full after all
 		return nil
 	}
-	msg := &readmodel.Message{Kind: readmodel.KindStatus, Source: readmodel.SourceCollectionIndex, Status: &readmodel.PollStatus{
-		OK: st.ok, ErrorClass: errorClasses[st.class], LastGoodAt: fromUnixNano(st.lastGoodAt), FailingSince: fromUnixNano(st.failingSince)}}
+	msg := &readmodel.Message{Kind: readmodel.KindStatus, Source: readmodel.SourceCollectionIndex, Status: st.pollStatus()}
 	msg.ID = c.ns + "/" + string(msg.Kind) + "/" + string(msg.Source) + "//0" + readmodel.FullCycleEnd
 	msg.ObservedAt = c.start
 	c.pubMu.Lock()

@@ -174,6 +174,22 @@ type statusState struct {
 	failingSince int64
 }
 
+// statusKey is the key of (src, coll)'s status in the status maps; coll
+// is "" for a source-wide poll.
+func statusKey(src readmodel.Source, coll string) hkey { return keyOf(string(src) + "|" + coll) }
+
+// pollStatus is st as a message carries it.
+func (st statusState) pollStatus() *readmodel.PollStatus {
+	return &readmodel.PollStatus{OK: st.ok, ErrorClass: errorClasses[st.class],
+		LastGoodAt: fromUnixNano(st.lastGoodAt), FailingSince: fromUnixNano(st.failingSince)}
+}
+
+// statusOf is the statusState a message's ps records.
+func statusOf(ps *readmodel.PollStatus) statusState {
+	return statusState{ok: ps.OK, class: classIndex(ps.ErrorClass),
+		lastGoodAt: unixNano(ps.LastGoodAt), failingSince: unixNano(ps.FailingSince)}
+}
+
 var errorClasses = []string{"", source.ClassTimeout, source.ClassHTTP5xx, source.ClassHTTPStatus, source.ClassBadPayload, source.ClassTransport}
 
 func classIndex(class string) uint8 {

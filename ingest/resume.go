@@ -75,10 +75,9 @@ func (in *Ingest) resume(ctx context.Context, c *cycle) {
 			if m.Status == nil {
 				return nil
 			}
-			st := statusState{ok: m.Status.OK, class: classIndex(m.Status.ErrorClass),
-				lastGoodAt: unixNano(m.Status.LastGoodAt), failingSince: unixNano(m.Status.FailingSince)}
+			st := statusOf(m.Status)
 			mu.Lock()
-			status[keyOf(string(m.Source)+"|"+m.CollectionID)] = st
+			status[statusKey(m.Source, m.CollectionID)] = st
 			mu.Unlock()
 		case readmodel.KindListings, readmodel.KindTokens, readmodel.KindCollection,
 			readmodel.KindRates, readmodel.KindStats, readmodel.KindAnalytics:

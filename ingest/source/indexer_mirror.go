@@ -54,7 +54,7 @@ func (p MirrorTokens) Spec() Spec {
 // watermark to resume from (req.Mark again when the poll failed).
 func (p MirrorTokens) Poll(ctx context.Context, req Request, sink Sink) (string, error) {
 	wm, err := p.c.Tokens(ctx, req.Mark, req.Limit, func(groups []RowsGroup[normalize.RawToken]) error {
-		now := req.Now()
+		now := req.Now
 		for _, g := range groups {
 			u := Unit{Kind: readmodel.KindTokens, Collection: g.CollectionID, At: now,
 				Size:  func() int { return len(g.Rows) + len(g.Rejects) },

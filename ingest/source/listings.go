@@ -27,7 +27,7 @@ func listingsSpec(src readmodel.Source) Spec {
 func pollListings(ctx context.Context, c *Client, keep int, req Request, sink Sink) error {
 	src := c.Source()
 	return c.Listings(ctx, req.Limit, func(groups []LazyGroup[normalize.RawListing]) error {
-		now := req.Now()
+		now := req.Now
 		for _, g := range groups {
 			u := Unit{Kind: readmodel.KindListings, Collection: g.CollectionID, At: now, Lazy: true, Raw: g.Raw,
 				Size:  func() int { rows, rejects := g.Decode(); return len(rows) + len(rejects) },

@@ -75,9 +75,9 @@ const (
 
 // Request is what the cycle hands one poll.
 type Request struct {
-	Limit int              // rows asked per page
-	Mark  string           // the mark the last recorded poll returned; "" at first
-	Now   func() time.Time // the time (UTC) rows are normalized as of; read once per page
+	Limit int       // rows asked per page
+	Mark  string    // the mark the last recorded poll returned; "" at first
+	Now   time.Time // the time (UTC) rows are normalized as of: the cycle's start
 }
 
 // Sink receives a poll's output. Its methods are called from the poll's
