@@ -109,27 +109,36 @@ func MustEnv(t *testing.T, override func(sim http.Handler) http.Handler) *env {
 // timeout fault holds a request until the client gives up).
 func MustEnvTimeout(t *testing.T, override func(sim http.Handler) http.Handler, analytics time.Duration) *env {
 	t.Helper()
+	s, url := mustSimServer(t, override)
+	e := &env{sim: s, url: url, pub: &fakePub{}, now: anchor.Add(10 * time.Second), edge: s.EdgeCases()}
+	cfg := ingest.Config{Sources: map[readmodel.Source]ingest.SourceConfig{}, Now: e.clock, PageLimit: 300}
+	for _, src := range readmodel.Sources {
+		cfg.Sources[src] = ingest.SourceConfig{BaseURL: url + "/" + string(src), Timeout: 30 * time.Second}
+	}
+	cfg.Sources[readmodel.SourceAnalytics] = ingest.SourceConfig{BaseURL: url + "/analytics", Timeout: analytics}
+	in, err := ingest.New(cfg, e.pub, zerolog.Nop())
+	require.NoError(t, err)
+	e.in = in
+	t.Cleanup(func() { require.NoError(t, in.Close(context.Background())) })
+	return e
+}
+
+// mustSimServer serves the tests' simulated market (20 collections of
+// 60 tokens) behind an httptest server, through override when given;
+// both close at cleanup, after what the test registers later.
+func mustSimServer(t *testing.T, override func(sim http.Handler) http.Handler) (*sim.Sim, string) {
+	t.Helper()
 	s := sim.New(sim.Options{Seed: 9, Collections: 20, TokensPerCollection: 60, Anchor: anchor})
 	h := s.Handler()
 	if override != nil {
 		h = override(h)
 	}
 	srv := httptest.NewServer(h)
-	e := &env{sim: s, url: srv.URL, pub: &fakePub{}, now: anchor.Add(10 * time.Second), edge: s.EdgeCases()}
-	cfg := ingest.Config{Sources: map[readmodel.Source]ingest.SourceConfig{}, Now: e.clock, PageLimit: 300}
-	for _, src := range readmodel.Sources {
-		cfg.Sources[src] = ingest.SourceConfig{BaseURL: srv.URL + "/" + string(src), Timeout: 30 * time.Second}
-	}
-	cfg.Sources[readmodel.SourceAnalytics] = ingest.SourceConfig{BaseURL: srv.URL + "/analytics", Timeout: analytics}
-	in, err := ingest.New(cfg, e.pub, zerolog.Nop())
-	require.NoError(t, err)
-	e.in = in
 	t.Cleanup(func() {
-		require.NoError(t, in.Close(context.Background()))
 		require.NoError(t, s.Close(context.Background()))
 		srv.Close()
 	})
-	return e
+	return s, srv.URL
 }
 
 func (e *env) fault(t *testing.T, src readmodel.Source, mode string) {

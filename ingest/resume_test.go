@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -113,13 +112,8 @@ type market struct {
 
 func mustMarket(t *testing.T) *market {
 	t.Helper()
-	s := sim.New(sim.Options{Seed: 9, Collections: 20, TokensPerCollection: 60, Anchor: anchor})
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(func() {
-		require.NoError(t, s.Close(context.Background()))
-		srv.Close()
-	})
-	return &market{sim: s, url: srv.URL, now: anchor.Add(10 * time.Second)}
+	s, url := mustSimServer(t, nil)
+	return &market{sim: s, url: url, now: anchor.Add(10 * time.Second)}
 }
 
 // clock moves a millisecond each time it is read, as a cycle's pages
