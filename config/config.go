@@ -96,8 +96,9 @@ type Config struct {
 	Join string
 
 	// MemoryLimit is the Go runtime's soft memory limit in bytes:
-	// MemoryLimitAuto (the default) gives it a third of the memory cgroup's
-	// limit when the process runs in one and GOMEMLIMIT is unset,
+	// MemoryLimitAuto (the default) gives it half of the memory cgroup's
+	// limit while a node builds its views and a third once it is ready,
+	// when the process runs in one and GOMEMLIMIT is unset,
 	// MemoryLimitOff leaves the runtime alone.
 	MemoryLimit int64
 	// GoMemLimit is GOMEMLIMIT as the Go runtime read it at start ("" when
@@ -306,7 +307,7 @@ func (c *Config) settings() []setting {
 	add("snapshot-every", "publish the tier's views snapshot when the newest is older than this (0: never from this node)", s, g)
 	s, g = str(&c.Join)
 	add("join", "how a node with an empty view store starts: snapshot (the tier's views snapshot, then the streams after it) or replay (the streams from their start)", s, g)
-	add("memory-limit", "the Go runtime's soft memory limit: auto (a third of the memory cgroup's limit, unless GOMEMLIMIT is set), off, or a size such as 1GiB or 1536MiB",
+	add("memory-limit", "the Go runtime's soft memory limit: auto (half of the memory cgroup's limit while a node builds its views, a third once it is ready, unless GOMEMLIMIT is set), off, or a size such as 1GiB or 1536MiB",
 		func(v string) error {
 			n, err := ParseMemoryLimit(v)
 			if err != nil {

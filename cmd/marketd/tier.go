@@ -150,7 +150,7 @@ func (a *admin) lead(ctx context.Context, lease *bus.Lease, changed <-chan struc
 				a.log.Info().Dur("took", time.Since(start)).Msg("first cycle of this lease term published; ready")
 			}
 		} else if !lease.Held() && lease.State().Holder != "" && !a.ready.Load() {
-			a.ready.Store(true)
+			a.markReady()
 			a.log.Info().Str("holder", lease.State().Holder).Msg("standby ingest; ready")
 		}
 		select {
@@ -166,7 +166,7 @@ func (a *admin) lead(ctx context.Context, lease *bus.Lease, changed <-chan struc
 // term t: it is ready while it holds that term.
 func (a *admin) published(t uint64) {
 	a.leadTerm.Store(t)
-	a.ready.Store(true)
+	a.markReady()
 }
 
 // leaseReason says why an ingest that takes part in the lease is not

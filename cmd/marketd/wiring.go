@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,6 +58,11 @@ func openAndServe(ctx context.Context, n *node, cfg config.Config, log zerolog.L
 	registerBuildInfo(reg)
 	pollDuration := newPollDuration(reg)
 	adm := &admin{log: log}
+	if want.api {
+		// Until it is first ready a node with views builds them and
+		// serves no reads: its heap gets the larger share (memory.go).
+		adm.onReady = buildingMemory(cfg, "/", debug.SetMemoryLimit, log)
+	}
 	// Background work gives way to the reads this process serves
 	// (internal/pace); a process without the API has none to give way to.
 	var gate *pace.Gate
@@ -202,7 +208,7 @@ func openAndServe(ctx context.Context, n *node, cfg config.Config, log zerolog.L
 					}
 					return // a shutdown cut the first cycle short: not ready
 				}
-				adm.ready.Store(true)
+				adm.markReady()
 				log.Info().Msg("first cycle projected; ready")
 			}()
 		}
@@ -272,6 +278,15 @@ type admin struct {
 	mon           *lagMonitor   // nil in role ingest
 	snap          *snapshotter  // nil in role ingest
 	cycleDeadline time.Duration
+	onReady       func() // called once, when the node is first ready (nil: nothing)
+}
+
+// markReady records that the node is ready; the first time, it calls
+// onReady. Safe for concurrent use.
+func (a *admin) markReady() {
+	if !a.ready.Swap(true) && a.onReady != nil {
+		a.onReady()
+	}
 }
 
 // Ready reports whether the node serves current data: the first ingest
@@ -404,7 +419,7 @@ func (a *admin) readyWhenCaughtUp(ctx context.Context, p *healer) {
 	defer t.Stop()
 	for {
 		if p.CaughtUp() {
-			a.ready.Store(true)
+			a.markReady()
 			a.log.Info().Msg("projector caught up; ready")
 			return
 		}

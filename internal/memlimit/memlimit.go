@@ -19,8 +19,14 @@ import (
 )
 
 // Share is the part of a cgroup's limit that Auto gives the Go runtime
-// (one third: a node's budget is mostly for Badger's mapped files).
+// while a node serves (one third: a node's budget is mostly for Badger's
+// mapped files, which reads need in the page cache).
 const Share = 3
+
+// BuildShare is the part of a cgroup's limit that Auto gives the Go
+// runtime while a node builds its views and serves no reads yet (one
+// half): a first cycle holds far more in the heap than a served node.
+const BuildShare = 2
 
 // unlimited is what cgroup v1 reports for a group without a limit (the
 // largest page-aligned int64), or more.
