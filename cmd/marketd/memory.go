@@ -27,7 +27,7 @@ type memoryBudget struct {
 // 100,000 collections the live heap of a first cycle is about 740 MB (a
 // third of it the embedded NATS server's subject index and dedupe window):
 // under a 1 GiB limit the collector ran more than once a second and took
-// over half the CPU (docs/performance-log.md, 2026-11-26 21:56).
+// over half the CPU (docs/performance-log.md, 2026-11-26 21:41).
 func memoryLimit(cfg config.Config, root string) (memoryBudget, error) {
 	switch {
 	case cfg.MemoryLimit == config.MemoryLimitOff:
