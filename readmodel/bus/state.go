@@ -83,14 +83,11 @@ func (s *State) LoadMarks(ctx context.Context) (map[string]string, error) {
 	if err != nil {
 		return nil, translate(err, "load marks")
 	}
-	var marks map[string]string
+	marks := map[string]string{}
 	if err := json.Unmarshal(e.Value(), &marks); err != nil {
 		return nil, readmodel.Wrap(readmodel.UpstreamError, err, "load marks: not a JSON object")
 	}
-	if marks == nil { // "null"
-		marks = map[string]string{}
-	}
-	return marks, nil
+	return marks, nil // nil for a stored "null": the ingest copies what it gets into a map of its own
 }
 
 // SaveMarks stores marks in place of the previous ones. Errors are

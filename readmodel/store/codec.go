@@ -252,7 +252,7 @@ func encodeListings(v render.ListingsView) []byte {
 	// cycle allocated.
 	bufs := listingsBufs.Get().(*[2][]byte)
 	defer listingsBufs.Put(bufs)
-	e := &enc{b: append(bufs[0][:0], 0, 0, 0, 0, 0, 0, 0, 0)}
+	e := &enc{b: bufs[0][:0]} // the body only: the version goes in front of its S2 block
 	e.flag(v.AllFailed)
 	e.u(uint64(len(v.StaleSources)))
 	for _, s := range v.StaleSources {
@@ -276,7 +276,7 @@ func encodeListings(v render.ListingsView) []byte {
 	// The body after the version is one S2 block: a snapshot's items
 	// repeat their collection's fields, and at 10,000 collections x 100
 	// tokens the snapshots were 166 MB of a 1 GB store uncompressed.
-	raw := e.b[8:]
+	raw := e.b
 	if n := s2.MaxEncodedLen(len(raw)); cap(bufs[1]) < n {
 		bufs[1] = make([]byte, n)
 	}
