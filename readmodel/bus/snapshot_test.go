@@ -98,7 +98,9 @@ func TestViewsSnapshotPublishFailsWithItsReader(t *testing.T) {
 // longer than the client's default timeout; the read must not be cut off.
 func TestViewsSnapshotReadsSlowerThanTheClientTimeout(t *testing.T) {
 	ctx := context.Background()
-	snaps := mustSnapshotsTimingOut(t, 200*time.Millisecond)
+	// The bucket lookup in Open is one API request bounded by this
+	// timeout too: 200 ms failed now and then on a loaded CI runner.
+	snaps := mustSnapshotsTimingOut(t, 500*time.Millisecond)
 	body := bytes.Repeat([]byte("marketd views "), 200_000) // several chunks
 	_, err := snaps.Publish(ctx, bus.SnapshotMeta{Schema: "s"}, bytes.NewReader(body))
 	require.NoError(t, err)
@@ -109,7 +111,7 @@ func TestViewsSnapshotReadsSlowerThanTheClientTimeout(t *testing.T) {
 	var got bytes.Buffer
 	buf := make([]byte, 256<<10)
 	for {
-		time.Sleep(100 * time.Millisecond) // the whole read takes over 1 s
+		time.Sleep(150 * time.Millisecond) // the whole read takes over 1.5 s
 		n, err := r.Read(buf)
 		got.Write(buf[:n])
 		if errors.Is(err, io.EOF) {
@@ -130,7 +132,11 @@ func TestViewsSnapshotPublishesSlowerThanTheClientTimeout(t *testing.T) {
 	_, err := snaps.Publish(ctx, bus.SnapshotMeta{Schema: "s"}, bytes.NewReader(body))
 	require.NoError(t, err)
 
-	r, _, err := snaps.Open(ctx)
+	// Only the publish is under test: Open's bucket lookup is an API
+	// request that the 1 ms default would bound, so it gets a deadline.
+	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	r, _, err := snaps.Open(openCtx)
 	require.NoError(t, err)
 	defer r.Close()
 	got, err := io.ReadAll(r)
