@@ -245,6 +245,13 @@ func (l *Lease) Step(ctx context.Context) {
 
 // Release deletes the key when this process holds it, so a standby takes
 // over at its next look instead of a Period later, and stops renewing.
+//
+// The key may be at a later revision than the one this process last
+// wrote and still be its own: a renewal that the server applied but whose
+// answer was lost (cut off by the shutdown that stops Run, or timed out).
+// The delete then reads the key again and deletes that revision; a key
+// another process took over is left alone (nil: nothing of ours to
+// release).
 func (l *Lease) Release(ctx context.Context) error {
 	l.mu.Lock()
 	held, rev := !l.released && l.now().Before(l.validUntil), l.rev
@@ -253,10 +260,26 @@ func (l *Lease) Release(ctx context.Context) error {
 	if !held {
 		return nil
 	}
-	if err := l.kv.Delete(ctx, IngestLeaseKey, jetstream.LastRevision(rev)); err != nil {
-		return readmodel.Wrap(readmodel.UpstreamError, err, "ingest lease: release: "+err.Error())
+	for attempt := 1; ; attempt++ {
+		err := l.kv.Delete(ctx, IngestLeaseKey, jetstream.LastRevision(rev))
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) || attempt == 3 {
+			return readmodel.Wrap(readmodel.UpstreamError, err, "ingest lease: release: "+err.Error())
+		}
+		e, err := l.kv.Get(ctx, IngestLeaseKey)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return readmodel.Wrap(readmodel.UpstreamError, err, "ingest lease: release: read: "+err.Error())
+		}
+		if !bytes.Equal(e.Value(), l.holder) {
+			return nil
+		}
+		rev = e.Revision()
 	}
-	return nil
 }
 
 func (l *Lease) won(sent time.Time, rev uint64, acquired bool) {

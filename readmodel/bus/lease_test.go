@@ -117,6 +117,47 @@ func TestLeaseOneHolderAtATime(t *testing.T) {
 	}
 }
 
+// TestLeaseReleaseAfterALostRenewalAnswer: a renewal the server applied
+// but whose answer the holder never got (its shutdown cut the request
+// off) leaves the key one revision ahead of the holder's; Release still
+// deletes it, and leaves alone a key another process took over.
+func TestLeaseReleaseAfterALostRenewalAnswer(t *testing.T) {
+	ctx := context.Background()
+	url := bustest.MustStartServer(t)
+	const period = time.Hour
+	tests := []struct {
+		name       string
+		writeAfter string // the key's value written behind the holder's back
+		wantHolder string // the key's value after Release ("" deleted)
+	}{
+		{"its own renewal applied unseen: the key is deleted", "a", ""},
+		{"taken over meanwhile: the new holder's key stays", "b", "b"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			js := bustest.MustConnect(t, url, 1)
+			clk := &clock{t: time.Date(2026, 2, 1, 0, i, 0, 0, time.UTC)}
+			a := mustLease(t, js, "a", period, clk)
+			kv, err := js.KeyValue(ctx, bus.LeaseBucket)
+			require.NoError(t, err)
+			require.NoError(t, kv.Purge(ctx, bus.IngestLeaseKey))
+			a.Step(ctx)
+			require.True(t, a.Held())
+			_, err = kv.Update(ctx, bus.IngestLeaseKey, []byte(tt.writeAfter), a.State().Revision)
+			require.NoError(t, err)
+
+			require.NoError(t, a.Release(ctx))
+			e, err := kv.Get(ctx, bus.IngestLeaseKey)
+			if tt.wantHolder == "" {
+				assert.ErrorIs(t, err, jetstream.ErrKeyNotFound, "the released key is gone")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantHolder, string(e.Value()))
+		})
+	}
+}
+
 // TestLeaseTakeoverAfterACrash runs two leases on the real clock; the
 // holder stops renewing without releasing (as a killed process does),
 // and the standby's takeover is measured from that moment.
