@@ -97,17 +97,32 @@ func Damaged(err error) (reason string, ok bool) {
 	var te *json.UnmarshalTypeError
 	var gse *gojson.SyntaxError
 	var gte *gojson.UnmarshalTypeError
-	if errors.As(err, &se) || errors.As(err, &te) || errors.As(err, &gse) || errors.As(err, &gte) ||
-		errors.Is(err, errCorruptTokenRecord) {
+	if errors.As(err, &se) || errors.As(err, &te) || errors.As(err, &gse) || errors.As(err, &gte) {
 		return DamageDecode, true
 	}
-	var re *readmodel.Error
-	if errors.As(err, &re) && re.Code == readmodel.Internal &&
-		(strings.HasPrefix(re.Message, "corrupt ") || strings.HasPrefix(re.Message, "decode ")) {
-		return DamageDecode, true
+	for _, c := range corruptRecords {
+		if errors.Is(err, c) {
+			return DamageDecode, true
+		}
+	}
+	// Every *readmodel.Error in the chain, not only the first: the store's
+	// own "corrupt ..." sits below its caller's wrap ("apply").
+	for e := err; e != nil; {
+		var re *readmodel.Error
+		if !errors.As(e, &re) {
+			break
+		}
+		if re.Code == readmodel.Internal && (strings.HasPrefix(re.Message, "corrupt ") || strings.HasPrefix(re.Message, "decode ")) {
+			return DamageDecode, true
+		}
+		e = re.Err
 	}
 	return "", false
 }
+
+// corruptRecords are the stored record formats' decode failures: bytes
+// read back from the view store that are not the record they should be.
+var corruptRecords = []error{errCorruptTokenRecord, errCorruptTokenBlock, errCorruptRows}
 
 // Recovered turns a panic recovered at the store's boundary (r, from
 // recover()) into a damage error: Badger panics on some damaged files

@@ -2,16 +2,20 @@ package store
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/dgraph-io/badger/v4/y"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/marketd/marketd/internal/damage"
+	"github.com/marketd/marketd/readmodel"
 )
 
 // TestDamagedFilesAreSaidNotFatal damages a closed store each way of issue
@@ -87,4 +91,34 @@ func TestOrphanTableIsNotDamage(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []StreamPos{want}, pos)
 	assert.NoFileExists(t, orphan, "Badger deleted it at Open")
+}
+
+// TestDamagedSaysWhatIsDamage: every stored record format's decode failure
+// is damage (a node rebuilds its views on it) however its callers wrapped
+// it, and errors that say nothing of the files are not.
+func TestDamagedSaysWhatIsDamage(t *testing.T) {
+	apply := func(err error) error { return readmodel.Wrap(readmodel.Internal, err, "apply") }
+	tests := []struct {
+		name string
+		err  error
+		want string // "" not damage
+	}{
+		{"token record", errCorruptTokenRecord, DamageDecode},
+		{"token block, under the projector's wrap", apply(errCorruptTokenBlock), DamageDecode},
+		{"listing rows, under the projector's wrap", apply(errCorruptRows), DamageDecode},
+		{"listing rows, under fmt's wrap", fmt.Errorf("settle views: %w", apply(errCorruptRows)), DamageDecode},
+		{"sale record, under the projector's wrap", apply(errCorruptSale), DamageDecode},
+		{"event block, under the projector's wrap", apply(errCorruptBlock()), DamageDecode},
+		{"a checksum mismatch", apply(y.ErrChecksumMismatch), DamageRead},
+		{"a cancelled context", apply(context.Canceled), ""},
+		{"a missing view", readmodel.Errorf(readmodel.NotFound, "collection not found"), ""},
+		{"an internal error that is not about the bytes", apply(errors.New("disk full")), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reason, ok := Damaged(tt.err)
+			assert.Equal(t, tt.want != "", ok, "%v", tt.err)
+			assert.Equal(t, tt.want, reason)
+		})
+	}
 }
