@@ -100,11 +100,6 @@ func Damaged(err error) (reason string, ok bool) {
 	if errors.As(err, &se) || errors.As(err, &te) || errors.As(err, &gse) || errors.As(err, &gte) {
 		return DamageDecode, true
 	}
-	for _, c := range corruptRecords {
-		if errors.Is(err, c) {
-			return DamageDecode, true
-		}
-	}
 	// Every *readmodel.Error in the chain, not only the first: the store's
 	// own "corrupt ..." sits below its caller's wrap ("apply").
 	for e := err; e != nil; {
@@ -120,9 +115,12 @@ func Damaged(err error) (reason string, ok bool) {
 	return "", false
 }
 
-// corruptRecords are the stored record formats' decode failures: bytes
-// read back from the view store that are not the record they should be.
-var corruptRecords = []error{errCorruptTokenRecord, errCorruptTokenBlock, errCorruptRows}
+// corruptRecord is the sentinel of a stored record format whose bytes do
+// not decode (errors.Is compares it; every wrap of it is damage, since it
+// is a *DamageError).
+func corruptRecord(what string) error {
+	return &DamageError{Reason: DamageDecode, Err: errors.New("store: corrupt " + what)}
+}
 
 // Recovered turns a panic recovered at the store's boundary (r, from
 // recover()) into a damage error: Badger panics on some damaged files

@@ -30,7 +30,7 @@ import (
 // packed input (packedInput) starts with it.
 const rowsRecord = 0x02
 
-var errCorruptRows = errors.New("store: corrupt listing rows record")
+var errCorruptRows = corruptRecord("listing rows record")
 
 // encodeRows encodes rows observed at observedAt.
 func encodeRows(observedAt time.Time, rows []readmodel.ListingRow) []byte {

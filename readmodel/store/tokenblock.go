@@ -58,7 +58,7 @@ func tokenBlockPrefix(addr string) []byte { return key(pTokenBlock, addr, "") }
 // maxTokenBlock bounds a decoded block (a bucket of ~256 tokens is ~100 KiB).
 const maxTokenBlock = 64 << 20
 
-var errCorruptTokenBlock = errors.New("store: corrupt token block")
+var errCorruptTokenBlock = corruptRecord("token block")
 
 // tokenBlock is one block as a transaction holds it: records by token id.
 type tokenBlock struct {

@@ -2,7 +2,6 @@ package store
 
 import (
 	"encoding/binary"
-	"errors"
 	"hash/fnv"
 	"math"
 	"strconv"
@@ -67,7 +66,7 @@ type TokenRecord struct {
 
 // errCorruptTokenRecord is returned for a token record that does not
 // decode.
-var errCorruptTokenRecord = errors.New("store: corrupt token record")
+var errCorruptTokenRecord = corruptRecord("token record")
 
 // TokenDocHash is the hash a record carries for document d.
 func TokenDocHash(d *readmodel.TokenDoc) uint64 {
