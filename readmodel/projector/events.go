@@ -1,9 +1,7 @@
 package projector
 
 import (
-	"hash/fnv"
 	"sort"
-	"strconv"
 
 	gojson "github.com/goccy/go-json"
 
@@ -63,17 +61,7 @@ type feedMemo struct {
 	raw     []byte    // the stored listing set's JSON until decoded
 	rowsOK  bool
 	dirty   bool
-	pending []pendingEvent // events to append at flushFeeds, in order
-}
-
-// pendingEvent is an event and its place in the streams, rendered and
-// appended by flushFeeds (of more than the store keeps, only the last are
-// rendered: a first cycle carries years of sales).
-type pendingEvent struct {
-	ev     render.Event
-	stream byte
-	seq    uint64
-	idx    int
+	pending []store.NewEvent // events to append at flushFeeds, in order
 }
 
 // feedWanted reports, before msg is applied, whether applying it can
@@ -183,28 +171,23 @@ func (a *applier) flushFeeds() error {
 		}
 	}
 	sort.Strings(cids)
-	keep := a.tx.FeedRetention()
 	for _, cid := range cids {
 		m := a.feeds[cid]
 		b, err := m.encode()
 		if err != nil {
 			return err
 		}
-		skip := max(0, len(m.pending)-keep)
-		out := make([]store.NewEvent, len(m.pending))
-		for i := skip; i < len(m.pending); i++ {
-			out[i] = eventRecord(&m.pending[i])
-		}
-		m.head = a.tx.AppendEvents(cid, m.head, out)
+		m.head = a.tx.AppendEvents(cid, m.head, m.pending) // of more than it keeps, the store encodes the last only
 		a.tx.PutFeedState(cid, m.head, b)
 		m.dirty, m.pending = false, nil
 	}
 	return nil
 }
 
-// feedSale appends a sale event for row (its item already rendered), the
-// i-th new sale of the message being applied, and remembers its orderId.
-func (a *applier) feedSale(cid string, i int, row *readmodel.SaleRow, item []byte) error {
+// feedSale appends a sale event for row (its price one render.SaleItem
+// interprets), the i-th new sale of the message being applied, and
+// remembers its orderId.
+func (a *applier) feedSale(cid string, i int, row *readmodel.SaleRow) error {
 	m, err := a.feedState(cid)
 	if err != nil {
 		return err
@@ -216,37 +199,26 @@ func (a *applier) feedSale(cid string, i int, row *readmodel.SaleRow, item []byt
 		}
 	}
 	at := row.Timestamp
-	ev := render.Event{Type: render.EventSale, CollectionID: cid, ObservedAt: a.now, UpstreamAt: &at, Sale: item}
-	a.appendFeed(m, 'x', i, []render.Event{ev})
+	sale := *row
+	a.appendFeed(m, 'x', i, []store.NewEvent{{Type: render.EventSale, ObservedAt: a.now, UpstreamAt: &at, Sale: &sale}})
 	return nil
 }
 
 // appendFeed queues evs, the events of the message being applied from
-// its first-th on, for flushFeeds.
-func (a *applier) appendFeed(m *feedMemo, stream byte, first int, evs []render.Event) {
+// its first-th on, for flushFeeds, placing each in the streams.
+func (a *applier) appendFeed(m *feedMemo, stream byte, first int, evs []store.NewEvent) {
 	for i := range evs {
-		m.pending = append(m.pending, pendingEvent{ev: evs[i], stream: stream, seq: a.seq, idx: first + i})
+		e := evs[i]
+		e.Stream, e.Seq, e.Index = stream, a.seq, first+i
+		m.pending = append(m.pending, e)
 	}
 	m.dirty = true
-}
-
-// eventRecord renders p with its id: the stream's letter and the message's
-// sequence, the event's index in the message, a hash of its content.
-func eventRecord(p *pendingEvent) store.NewEvent {
-	e := &p.ev
-	rest := render.AppendEventBody(nil, e)
-	h := fnv.New32a()
-	h.Write(rest)
-	e.ID = string(p.stream) + strconv.FormatUint(p.seq, 10) + "-" + strconv.Itoa(p.idx) + "-" + strconv.FormatUint(uint64(h.Sum32()), 36)
-	b := append(make([]byte, 0, len(rest)+len(e.ID)+16), `{"eventId":"`...)
-	b = append(append(b, e.ID...), '"') // letters, digits and dashes: nothing to escape
-	return store.NewEvent{Type: render.EventTypeBit(e.Type), ID: e.ID, Body: append(b, rest...)}
 }
 
 // diffListings returns the events that turn st.Rows into cur: removals
 // in the old set's order, then additions and price changes in the new
 // set's, then the floor.
-func (a *applier) diffListings(cid string, st *feedState, cur []readmodel.ListingRow) ([]render.Event, error) {
+func (a *applier) diffListings(cid string, st *feedState, cur []readmodel.ListingRow) ([]store.NewEvent, error) {
 	old := make(map[string]*readmodel.ListingRow, len(st.Rows))
 	for i := range st.Rows {
 		old[st.Rows[i].AssetKey()] = &st.Rows[i]
@@ -255,14 +227,7 @@ func (a *applier) diffListings(cid string, st *feedState, cur []readmodel.Listin
 	for i := range cur {
 		now[cur[i].AssetKey()] = &cur[i]
 	}
-	var evs []render.Event
-	item := func(r *readmodel.ListingRow) []byte {
-		it, ok := render.ListingItem(r, nil, a.now)
-		if !ok {
-			return nil
-		}
-		return render.MarshalItem(it)
-	}
+	var evs []store.NewEvent
 	for i := range st.Rows {
 		o := &st.Rows[i]
 		n, still := now[o.AssetKey()]
@@ -273,7 +238,7 @@ func (a *applier) diffListings(cid string, st *feedState, cur []readmodel.Listin
 		if err != nil {
 			return nil, err
 		}
-		e := render.Event{Type: render.EventListingRemoved, CollectionID: cid, ObservedAt: a.now, Reason: reason, Listing: item(o)}
+		e := store.NewEvent{Type: render.EventListingRemoved, ObservedAt: a.now, Reason: reason, Listing: rowCopy(o)}
 		if reason == render.ReasonExpired {
 			e.UpstreamAt = o.ExpiresAt
 		}
@@ -285,27 +250,25 @@ func (a *applier) diffListings(cid string, st *feedState, cur []readmodel.Listin
 		at := n.Timestamp
 		switch {
 		case !had || o.OrderID != n.OrderID:
-			evs = append(evs, render.Event{Type: render.EventListingAdded, CollectionID: cid, ObservedAt: a.now, UpstreamAt: &at, Listing: item(n)})
+			evs = append(evs, store.NewEvent{Type: render.EventListingAdded, ObservedAt: a.now, UpstreamAt: &at, Listing: rowCopy(n)})
 		case o.PriceRaw != n.PriceRaw:
-			e := render.Event{Type: render.EventPriceChanged, CollectionID: cid, ObservedAt: a.now, UpstreamAt: &at, Listing: item(n)}
-			if p, ok := render.PriceOf(o.Chain, o.PriceRaw, nil); ok {
-				e.Previous = &p
-			}
-			evs = append(evs, e)
+			evs = append(evs, store.NewEvent{Type: render.EventPriceChanged, ObservedAt: a.now, UpstreamAt: &at, Listing: rowCopy(n),
+				Previous: store.EventPrice{Chain: o.Chain, Raw: o.PriceRaw}})
 		}
 	}
 	of, nf := floorOf(st.Rows), floorOf(cur)
 	if of.PriceRaw != nf.PriceRaw || of.Chain != nf.Chain {
-		e := render.Event{Type: render.EventFloorChanged, CollectionID: cid, ObservedAt: a.now}
-		if p, ok := render.PriceOf(nf.Chain, nf.PriceRaw, nil); ok && nf.PriceRaw != "" {
-			e.Floor = &p
-		}
-		if p, ok := render.PriceOf(of.Chain, of.PriceRaw, nil); ok && of.PriceRaw != "" {
-			e.Previous = &p
-		}
-		evs = append(evs, e)
+		evs = append(evs, store.NewEvent{Type: render.EventFloorChanged, ObservedAt: a.now,
+			Floor: store.EventPrice{Chain: nf.Chain, Raw: nf.PriceRaw}, Previous: store.EventPrice{Chain: of.Chain, Raw: of.PriceRaw}})
 	}
 	return evs, nil
+}
+
+// rowCopy is a copy of r for an event: the sets it comes from are not
+// the event's to keep.
+func rowCopy(r *readmodel.ListingRow) *readmodel.ListingRow {
+	c := *r
+	return &c
 }
 
 // floorOf is the cheapest row of a snapshot-ordered set (zero when empty).

@@ -25,6 +25,46 @@ type feedEvent struct {
 	ObservedAt    string           `json:"observedAt"`
 	Listing       *feedItem        `json:"listing"`
 	PreviousPrice *readmodel.Price `json:"previousPrice"`
+	Sale          *saleItem        `json:"sale"`
+}
+
+// saleItem is the part of a sale's item the tests compare.
+type saleItem struct {
+	TokenID *string         `json:"tokenId"`
+	Mint    *string         `json:"mint"`
+	OrderID *string         `json:"orderId"`
+	Tx      *string         `json:"tx"`
+	Price   readmodel.Price `json:"price"`
+	Status  string          `json:"status"`
+}
+
+// salesOf is collection cid's whole sales history, each item as it
+// compares.
+func salesOf(t *testing.T, st *store.Store, cid string) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	after := ""
+	for {
+		p, err := st.Sales(context.Background(), cid, after, 100)
+		require.NoError(t, err)
+		for _, b := range p.Items {
+			var it saleItem
+			require.NoError(t, json.Unmarshal(jsonBytes(t, b), &it))
+			out[it.key()] = true
+		}
+		if !p.HasMore {
+			return out
+		}
+		after = p.Next
+	}
+}
+
+// key is it as it compares: its JSON, with the decimal left out (events
+// and the sales page carry the same raw price).
+func (it saleItem) key() string {
+	it.Price.Decimal, it.Price.USD = 0, nil
+	b, _ := json.Marshal(it)
+	return string(b)
 }
 
 type feedItem struct {
@@ -101,7 +141,8 @@ func walkFeed(t *testing.T, st *store.Store, cid string, after uint64, afterID s
 // market moves N ticks (tokens listed, delisted, repriced, sold, expired),
 // each cycle is ingested and applied, and for every collection the events
 // after the first snapshot, applied to it in order, yield the last
-// snapshot exactly. Every event id is unique.
+// snapshot exactly. Every event id is unique, and every sale event's item
+// is a sale of the collection's sales history.
 func TestFeedReplaysSnapshots(t *testing.T) {
 	const ticks = 12
 	anchor := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
@@ -152,6 +193,7 @@ func TestFeedReplaysSnapshots(t *testing.T) {
 		f := first[cid]
 		evs, _, _ := walkFeed(t, e.st, cid, f.seq, f.id, 7)
 		set := f.set
+		var sales map[string]bool
 		for _, ev := range evs {
 			require.False(t, ids[ev.EventID], "event id %s repeated", ev.EventID)
 			ids[ev.EventID] = true
@@ -175,6 +217,14 @@ func TestFeedReplaysSnapshots(t *testing.T) {
 				require.NotNil(t, ev.PreviousPrice)
 				require.Equal(t, set[k], *ev.Listing.OrderID+"@"+ev.PreviousPrice.Raw)
 				set[k] = ev.Listing.value()
+			case "sale":
+				require.NotNil(t, ev.Sale, "%s: a sale event without its sale", cid)
+				assert.Equal(t, "sold", ev.Sale.Status)
+				assert.Nil(t, ev.Sale.Price.USD, "an event's prices carry usd null")
+				if sales == nil {
+					sales = salesOf(t, e.st, cid)
+				}
+				assert.True(t, sales[ev.Sale.key()], "%s: sale event %s is a sale of the collection's history", cid, ev.EventID)
 			}
 		}
 		assert.Equal(t, snapshotSet(t, e.st, cid), set, "%s: events applied to the first snapshot are the last", cid)

@@ -15,8 +15,7 @@ func (a *applier) applySales(msg *readmodel.Message) error {
 		if r.CollectionID == "" {
 			r.CollectionID = msg.CollectionID
 		}
-		it, ok := render.SaleItem(&r, nil)
-		if !ok {
+		if _, ok := render.SaleItem(&r, nil); !ok {
 			continue // uninterpretable price: dropped at projection
 		}
 		added, err := a.tx.AddSale(msg.CollectionID, &r)
@@ -24,9 +23,9 @@ func (a *applier) applySales(msg *readmodel.Message) error {
 			return err
 		}
 		if added {
-			// The feed's event has usd null; the store renders the
-			// sales page's item from its record, with USD filled.
-			if err := a.feedSale(msg.CollectionID, i, &r, render.MarshalItem(it)); err != nil {
+			// The store renders the feed's event (usd null) and the
+			// sales page's item (USD filled) from their records.
+			if err := a.feedSale(msg.CollectionID, i, &r); err != nil {
 				return err
 			}
 		}

@@ -18,7 +18,8 @@ import (
 //	         then segments, oldest first
 //	segment  uvarint n (its events, at least 1), uvarint length, then a
 //	         zstd frame (against eventDictText, with a checksum) of n
-//	         events, each: type bit, lp(id), lp(JSON body)
+//	         events, each lp(record) (evrec.go; schema 16 had type bit,
+//	         lp(id), lp(JSON body))
 //
 // The first write of a block is its base (the key above). An append to
 // the open (last) block writes a part: a value of the same form holding
@@ -87,20 +88,16 @@ func openParts(get func(k []byte) ([]byte, bool, error), cid string, k, end, las
 	return parts, nil
 }
 
-// storedEvent is an event read from a block; body aliases the decoded
-// segment.
+// storedEvent is an event read from a block: its type bit and its record
+// (evrec.go), which aliases the decoded segment.
 type storedEvent struct {
-	typ  uint8
-	id   string
-	body []byte
+	typ uint8
+	rec []byte
 }
-
-// maxEventID bounds a stored event id (the projector's are ~20 bytes).
-const maxEventID = 1 << 10
 
 // maxSegment bounds a decoded segment of n events.
 func maxSegment(n uint64) uint64 {
-	return n * (maxEventBody + maxEventID + 2*binary.MaxVarintLen64 + 1)
+	return n * (maxEventBody + binary.MaxVarintLen64)
 }
 
 // eventEncoder and eventDecoder are shared: EncodeAll and DecodeAll are
@@ -131,29 +128,28 @@ var (
 	})
 )
 
-// appendSegment appends a segment of evs (at least one) to block value v.
-func appendSegment(v []byte, evs []NewEvent) []byte {
+// appendSegment appends a segment of event records recs (at least one)
+// to block value v.
+func appendSegment(v []byte, recs [][]byte) []byte {
 	n := 0
-	for i := range evs {
-		n += 1 + 2*binary.MaxVarintLen64 + len(evs[i].ID) + len(evs[i].Body)
+	for _, r := range recs {
+		n += binary.MaxVarintLen64 + len(r)
 	}
 	raw := make([]byte, 0, n)
-	for i := range evs {
-		raw = append(raw, evs[i].Type)
-		raw = lp(raw, evs[i].ID)
-		raw = binary.AppendUvarint(raw, uint64(len(evs[i].Body)))
-		raw = append(raw, evs[i].Body...)
+	for _, r := range recs {
+		raw = binary.AppendUvarint(raw, uint64(len(r)))
+		raw = append(raw, r...)
 	}
 	frame := eventEncoder().EncodeAll(raw, nil)
-	v = binary.AppendUvarint(v, uint64(len(evs)))
+	v = binary.AppendUvarint(v, uint64(len(recs)))
 	v = binary.AppendUvarint(v, uint64(len(frame)))
 	return append(v, frame...)
 }
 
 // newBlock returns the value of a block whose first stored event is the
-// start-th of the block, holding evs.
-func newBlock(start uint64, evs []NewEvent) []byte {
-	return appendSegment(binary.AppendUvarint(nil, start), evs)
+// start-th of the block, holding the event records recs.
+func newBlock(start uint64, recs [][]byte) []byte {
+	return appendSegment(binary.AppendUvarint(nil, start), recs)
 }
 
 // blockShape reads a block value's start and how many events it holds
@@ -241,21 +237,10 @@ func decodeBlock(v []byte) (uint64, []storedEvent, error) {
 
 // nextEvent reads one event of a decoded segment and returns the rest.
 func nextEvent(raw []byte) (storedEvent, []byte, bool) {
-	if len(raw) < 1 {
-		return storedEvent{}, nil, false
-	}
-	e := storedEvent{typ: raw[0]}
-	raw = raw[1:]
 	n, w := binary.Uvarint(raw)
-	if w <= 0 || n > maxEventID || n > uint64(len(raw)-w) {
+	if w <= 0 || n == 0 || n > maxEventBody || n > uint64(len(raw)-w) {
 		return storedEvent{}, nil, false
 	}
-	e.id = string(raw[w : w+int(n)])
-	raw = raw[w+int(n):]
-	n, w = binary.Uvarint(raw)
-	if w <= 0 || n > maxEventBody || n > uint64(len(raw)-w) {
-		return storedEvent{}, nil, false
-	}
-	e.body = raw[w : w+int(n) : w+int(n)]
-	return e, raw[w+int(n):], true
+	rec := raw[w : w+int(n) : w+int(n)]
+	return storedEvent{typ: rec[0], rec: rec}, raw[w+int(n):], true
 }

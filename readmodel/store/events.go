@@ -48,14 +48,6 @@ func (s *Store) feedEvents() uint64 {
 // First..Next-1 (none when First == Next).
 type FeedHead struct{ First, Next uint64 }
 
-// NewEvent is an event to append: its type bit (render.EventTypeBit), id
-// and JSON body.
-type NewEvent struct {
-	Type uint8
-	ID   string
-	Body []byte
-}
-
 // FeedState returns collection cid's feed head and the state the
 // projector stored with it (nil when none).
 func (t *Tx) FeedState(cid string) (FeedHead, []byte, error) {
@@ -104,7 +96,11 @@ func (t *Tx) AppendEvents(cid string, h FeedHead, events []NewEvent) FeedHead {
 			t.del(blockKey(cid, k))
 		}
 	}
-	for evs := events[w-h.Next:]; len(evs) > 0; {
+	recs := make([][]byte, 0, len(events)-int(w-h.Next))
+	for i := range events[w-h.Next:] {
+		recs = append(recs, encodeEvent(nil, cid, &events[int(w-h.Next)+i]))
+	}
+	for evs := recs; len(evs) > 0; {
 		k, off := blockOf(w), (w-1)%feedBlock
 		n := min(uint64(len(evs)), feedBlock-off)
 		switch {
@@ -143,13 +139,13 @@ func (t *Tx) openBlock(cid string, k, last uint64) (uint64, [][]byte, error) {
 
 // seal returns collection cid's open block k with evs, which fill it from
 // its off-th event, compressed as one, and deletes the block's parts.
-func (t *Tx) seal(cid string, k, off uint64, evs []NewEvent) []byte {
+func (t *Tx) seal(cid string, k, off uint64, evs [][]byte) []byte {
 	start, vals, err := t.openBlock(cid, k, off-1)
 	if err != nil {
 		t.err = errors.Join(t.err, err)
 		return nil
 	}
-	var all []NewEvent
+	var all [][]byte
 	for i, v := range vals {
 		_, stored, err := decodeBlock(v)
 		if err != nil {
@@ -157,7 +153,7 @@ func (t *Tx) seal(cid string, k, off uint64, evs []NewEvent) []byte {
 			return nil
 		}
 		for _, e := range stored {
-			all = append(all, NewEvent{Type: e.typ, ID: e.id, Body: e.body})
+			all = append(all, e.rec)
 		}
 		if i > 0 {
 			t.del(partKey(cid, k, start+uint64(len(all))-1))
@@ -179,10 +175,6 @@ func (t *Tx) deleteParts(cid string, k, last uint64) {
 		t.del(partKey(cid, k, s+n-1))
 	}
 }
-
-// FeedRetention is how many events of each collection the store keeps
-// (Options.FeedEvents): of a longer append only the last are written.
-func (t *Tx) FeedRetention() int { return int(t.s.feedEvents()) }
 
 // PutFeedState stores collection cid's feed head h and the projector's
 // state with it.
@@ -237,6 +229,7 @@ func (s *Store) Events(ctx context.Context, cid string, after uint64, afterID st
 			return err
 		}
 		blocks := blockReader{txn: txn, cid: cid, head: h}
+		sale := blocks.sale
 		if after != 0 {
 			if after >= h.Next {
 				return readmodel.Errorf(readmodel.BadRequest, "cursor does not resolve on this node's feed; restart without a cursor")
@@ -249,26 +242,44 @@ func (s *Store) Events(ctx context.Context, cid string, after uint64, afterID st
 				if err != nil {
 					return err
 				}
-				if e.id != afterID {
+				id, _, err := renderEvent(cid, e.rec, sale)
+				if err != nil {
+					return err
+				}
+				if id != afterID {
 					return readmodel.Errorf(readmodel.BadRequest, "cursor does not resolve on this node's feed; restart without a cursor")
 				}
 			}
 		}
 		page.Last, page.LastID = after, afterID
+		var last []byte // the record of event page.Last when its id is still to render
 		for seq := max(after+1, h.First); seq < h.Next; seq++ {
 			e, err := blocks.event(seq)
 			if err != nil {
 				return err
 			}
-			page.Last, page.LastID = seq, e.id
+			page.Last, last = seq, e.rec
 			if types == 0 || e.typ&types != 0 {
-				// A copy: a cached page must not hold the whole decoded block.
-				page.Items = append(page.Items, append([]byte(nil), e.body...))
+				// Rendered into a buffer of its own: a cached page holds
+				// nothing of the decoded block.
+				id, body, err := renderEvent(cid, e.rec, sale)
+				if err != nil {
+					return err
+				}
+				page.Items = append(page.Items, body)
+				page.LastID, last = id, nil
 			}
 			if len(page.Items) == limit {
 				page.Full = true
 				break
 			}
+		}
+		if last != nil {
+			id, _, err := renderEvent(cid, last, sale)
+			if err != nil {
+				return err
+			}
+			page.LastID = id
 		}
 		return nil
 	})
@@ -285,7 +296,7 @@ func (s *Store) Events(ctx context.Context, cid string, after uint64, afterID st
 func (s *Store) tooOld(blocks *blockReader, h FeedHead) error {
 	var id string
 	if e, err := blocks.event(h.First); err == nil {
-		id = e.id
+		id, _, _ = renderEvent(blocks.cid, e.rec, blocks.sale)
 	}
 	return readmodel.Errorf(readmodel.BadRequest, "cursor is older than the %d events kept per collection; the oldest available is eventId %q: restart without a cursor", s.feedEvents(), id)
 }
@@ -301,6 +312,11 @@ type blockReader struct {
 	start  uint64
 	evs    []storedEvent
 	loaded bool
+}
+
+// sale reads the record of the collection's sale whose key suffix is suf.
+func (r *blockReader) sale(suf []byte) ([]byte, bool, error) {
+	return txnGet(r.txn, key(pSale, r.cid, string(suf)))
 }
 
 // event returns event seq, which the feed's head says is stored: a block

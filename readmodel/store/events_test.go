@@ -3,9 +3,11 @@ package store
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/stretchr/testify/assert"
@@ -15,8 +17,32 @@ import (
 	"github.com/marketd/marketd/readmodel/render"
 )
 
-// appendN appends n events to cid's feed: sales at odd seqs, additions at
-// even ones, with ids e<seq>.
+// testEvent is the event appendN writes at seq: a sale at odd seqs, an
+// addition at even ones, its id "s<seq>-0-<hash>".
+func testEvent(seq uint64) NewEvent {
+	typ := render.EventListingAdded
+	if seq%2 == 1 {
+		typ = render.EventSale
+	}
+	return NewEvent{Type: typ, Stream: 's', Seq: seq, ObservedAt: time.Date(2026, 11, 27, 1, 0, 0, 0, time.UTC)}
+}
+
+// testRec is testEvent(seq)'s record in collection "c".
+func testRec(seq int) []byte {
+	e := testEvent(uint64(seq))
+	return encodeEvent(nil, "c", &e)
+}
+
+// evID is the eventId of testEvent(seq) in collection cid.
+func evID(t *testing.T, cid string, seq uint64) string {
+	t.Helper()
+	e := testEvent(seq)
+	id, _, err := renderEvent(cid, encodeEvent(nil, cid, &e), nil) // testEvent has no sale part
+	require.NoError(t, err)
+	return id
+}
+
+// appendN appends n events (testEvent) to cid's feed.
 func appendN(t *testing.T, s *Store, cid string, n int) {
 	t.Helper()
 	require.NoError(t, s.Update(context.Background(), func(tx *Tx) error {
@@ -26,12 +52,7 @@ func appendN(t *testing.T, s *Store, cid string, n int) {
 		}
 		var evs []NewEvent
 		for i := 0; i < n; i++ {
-			seq := h.Next + uint64(i)
-			typ := render.EventListingAdded
-			if seq%2 == 1 {
-				typ = render.EventSale
-			}
-			evs = append(evs, NewEvent{Type: render.EventTypeBit(typ), ID: "e" + strconv.FormatUint(seq, 10), Body: []byte(`{"seq":` + strconv.FormatUint(seq, 10) + `}`)})
+			evs = append(evs, testEvent(h.Next+uint64(i)))
 		}
 		tx.PutFeedState(cid, tx.AppendEvents(cid, h, evs), append(state, 'x'))
 		return nil
@@ -53,22 +74,22 @@ func TestEvents(t *testing.T) {
 	p, err = s.Events(ctx, "c", 0, "", 3, 0)
 	require.NoError(t, err)
 	assert.True(t, p.Full)
-	assert.Equal(t, []string{`{"seq":1}`, `{"seq":2}`, `{"seq":3}`}, strs(p.Items))
-	assert.Equal(t, "e3", p.LastID)
+	assert.Equal(t, []uint64{1, 2, 3}, seqs(t, p.Items))
+	assert.Equal(t, evID(t, "c", 3), p.LastID)
 
-	p, err = s.Events(ctx, "c", 3, "e3", 3, 0)
+	p, err = s.Events(ctx, "c", 3, evID(t, "c", 3), 3, 0)
 	require.NoError(t, err)
 	assert.False(t, p.Full, "the head page")
-	assert.Equal(t, []string{`{"seq":4}`}, strs(p.Items))
+	assert.Equal(t, []uint64{4}, seqs(t, p.Items))
 
 	p, err = s.Events(ctx, "c", 0, "", 10, render.EventTypeBit(render.EventSale))
 	require.NoError(t, err)
-	assert.Equal(t, []string{`{"seq":1}`, `{"seq":3}`}, strs(p.Items))
+	assert.Equal(t, []uint64{1, 3}, seqs(t, p.Items))
 	assert.Equal(t, uint64(4), p.Last, "the head page resumes after what it filtered out")
 
-	_, err = s.Events(ctx, "c", 3, "e9", 3, 0)
+	_, err = s.Events(ctx, "c", 3, evID(t, "c", 9), 3, 0)
 	assert.Equal(t, readmodel.BadRequest, readmodel.ErrorCode(err), "the event at the position is another")
-	_, err = s.Events(ctx, "c", 9, "e9", 3, 0)
+	_, err = s.Events(ctx, "c", 9, evID(t, "c", 9), 3, 0)
 	assert.Equal(t, readmodel.BadRequest, readmodel.ErrorCode(err), "beyond the feed")
 
 	appendN(t, s, "c", 4) // 8 events, 5 kept: 4..8
@@ -80,12 +101,12 @@ func TestEvents(t *testing.T) {
 	}))
 	p, err = s.Events(ctx, "c", 0, "", 10, 0)
 	require.NoError(t, err)
-	assert.Equal(t, []string{`{"seq":4}`, `{"seq":5}`, `{"seq":6}`, `{"seq":7}`, `{"seq":8}`}, strs(p.Items))
-	_, err = s.Events(ctx, "c", 3, "e3", 3, 0)
+	assert.Equal(t, []uint64{4, 5, 6, 7, 8}, seqs(t, p.Items))
+	_, err = s.Events(ctx, "c", 3, evID(t, "c", 3), 3, 0)
 	require.NoError(t, err, "right before the oldest kept: nothing was missed")
-	_, err = s.Events(ctx, "c", 2, "e2", 3, 0)
+	_, err = s.Events(ctx, "c", 2, evID(t, "c", 2), 3, 0)
 	assert.Equal(t, readmodel.BadRequest, readmodel.ErrorCode(err))
-	assert.Contains(t, readmodel.ErrorMessage(err), `"e4"`, "names the oldest event kept")
+	assert.Contains(t, readmodel.ErrorMessage(err), `"`+evID(t, "c", 4)+`"`, "names the oldest event kept")
 
 	p, err = s.Events(ctx, "other", 0, "", 10, 0)
 	require.NoError(t, err)
@@ -94,7 +115,7 @@ func TestEvents(t *testing.T) {
 	appendN(t, s, "long", 12) // one append longer than the retention: only the last 5 are written
 	p, err = s.Events(ctx, "long", 0, "", 10, 0)
 	require.NoError(t, err)
-	assert.Equal(t, []string{`{"seq":8}`, `{"seq":9}`, `{"seq":10}`, `{"seq":11}`, `{"seq":12}`}, strs(p.Items))
+	assert.Equal(t, []uint64{8, 9, 10, 11, 12}, seqs(t, p.Items))
 	assert.Equal(t, []uint64{8, 9, 10, 11, 12}, storedSeqs(t, s, "long"), "no event beyond the retention is stored")
 }
 
@@ -121,10 +142,12 @@ func storedSeqs(t *testing.T, s *Store, cid string) []uint64 {
 	return seqs
 }
 
-func strs(bs [][]byte) []string {
-	out := make([]string, len(bs))
-	for i, b := range bs {
-		out[i] = string(b)
+// seqs is seqOf each of items.
+func seqs(t *testing.T, items [][]byte) []uint64 {
+	t.Helper()
+	out := make([]uint64, len(items))
+	for i, b := range items {
+		out[i] = seqOf(t, b)
 	}
 	return out
 }
@@ -183,27 +206,37 @@ func TestEventPagesCachedUntilTheFeedMoves(t *testing.T) {
 	s := mustOpen(t)
 	ctx := context.Background()
 	appendN(t, s, "c", 2)
-	head := func() []string {
-		p, err := s.Events(ctx, "c", 1, "e1", 10, 0)
+	head := func() []uint64 {
+		p, err := s.Events(ctx, "c", 1, evID(t, "c", 1), 10, 0)
 		require.NoError(t, err)
-		return strs(p.Items)
+		return seqs(t, p.Items)
 	}
-	assert.Equal(t, []string{`{"seq":2}`}, head())
-	_, _, cached := s.cache.getEventPage([]byte("e|c|1|e1|10|0"), "c")
+	assert.Equal(t, []uint64{2}, head())
+	_, _, cached := s.cache.getEventPage([]byte("e|c|1|"+evID(t, "c", 1)+"|10|0"), "c")
 	assert.True(t, cached, "the head page is cached")
 	appendN(t, s, "other", 3)
-	_, _, cached = s.cache.getEventPage([]byte("e|c|1|e1|10|0"), "c")
+	_, _, cached = s.cache.getEventPage([]byte("e|c|1|"+evID(t, "c", 1)+"|10|0"), "c")
 	assert.True(t, cached, "another feed's append keeps it")
 	appendN(t, s, "c", 2)
-	assert.Equal(t, []string{`{"seq":2}`, `{"seq":3}`, `{"seq":4}`}, head(), "an append is served at once")
+	assert.Equal(t, []uint64{2, 3, 4}, head(), "an append is served at once")
 }
 
-// seqOf is the seq appendN wrote into body b.
+// seqOf is the seq of testEvent's JSON b (from its eventId), checking
+// the rest of it: the event rendered from its record.
 func seqOf(t *testing.T, b []byte) uint64 {
 	t.Helper()
-	s := strings.TrimSuffix(strings.TrimPrefix(string(b), `{"seq":`), "}")
-	n, err := strconv.ParseUint(s, 10, 64)
-	require.NoError(t, err, "body %s", b)
+	var e struct {
+		EventID      string `json:"eventId"`
+		Type         string `json:"type"`
+		CollectionID string `json:"collectionId"`
+		ObservedAt   string `json:"observedAt"`
+	}
+	require.NoError(t, json.Unmarshal(b, &e), "event %s", b)
+	num, _, _ := strings.Cut(strings.TrimPrefix(e.EventID, "s"), "-")
+	n, err := strconv.ParseUint(num, 10, 64)
+	require.NoError(t, err, "event %s", b)
+	require.Equal(t, evID(t, e.CollectionID, n), e.EventID)
+	require.Equal(t, [2]string{testEvent(n).Type, "2026-11-27T01:00:00.000Z"}, [2]string{e.Type, e.ObservedAt})
 	return n
 }
 
@@ -251,7 +284,7 @@ func TestEventWalksAcrossBlocks(t *testing.T) {
 					p, err := s.Events(ctx, "c", after, afterID, tc.limit, tc.types)
 					if after != 0 && after+1 < first {
 						require.Equal(t, readmodel.BadRequest, readmodel.ErrorCode(err), "cursor %d is older than %d", after, first)
-						assert.Contains(t, readmodel.ErrorMessage(err), `"e`+strconv.FormatUint(first, 10)+`"`, "names the oldest event kept")
+						assert.Contains(t, readmodel.ErrorMessage(err), `"`+evID(t, "c", first)+`"`, "names the oldest event kept")
 						after, afterID, want = 0, "", first
 						continue
 					}
@@ -300,7 +333,7 @@ func TestEventWalksAcrossBlocks(t *testing.T) {
 				}
 				id := ""
 				if pos >= first {
-					id = "e" + strconv.FormatUint(pos, 10)
+					id = evID(t, "c", pos)
 				}
 				cur, curID, want := pos, id, pos+1
 				for {
@@ -333,9 +366,6 @@ func TestEventWalksAcrossBlocks(t *testing.T) {
 // and for the append that seals it (one that only adds a part to the
 // open block does not read it).
 func TestDamagedEventBlocks(t *testing.T) {
-	ev := func(seq int) NewEvent {
-		return NewEvent{Type: 1, ID: "e" + strconv.Itoa(seq), Body: []byte(`{"seq":` + strconv.Itoa(seq) + `}`)}
-	}
 	segment := func(n int, raw []byte) []byte { // a block from 0 of one segment of raw
 		frame := eventEncoder().EncodeAll(raw, nil)
 		v := binary.AppendUvarint([]byte{0}, uint64(n))
@@ -354,17 +384,26 @@ func TestDamagedEventBlocks(t *testing.T) {
 		{name: "start that leaves too few events", block: 1, mangle: func(v []byte) []byte { return append([]byte{1}, v[1:]...) }, append: true},
 		{name: "truncated", block: 1, mangle: func(v []byte) []byte { return v[:len(v)-5] }, append: true},
 		{name: "a flipped bit in a frame", block: 0, mangle: func(v []byte) []byte { v[len(v)/2] ^= 0x10; return v }},
-		{name: "fewer events than the head says", block: 0, mangle: func(v []byte) []byte { return newBlock(0, []NewEvent{ev(9)}) }},
+		{name: "fewer events than the head says", block: 0, mangle: func(v []byte) []byte { return newBlock(0, [][]byte{testRec(9)}) }},
 		{name: "more events claimed than the frame holds", block: 0, mangle: func([]byte) []byte {
-			return segment(64, appendSegment(nil, []NewEvent{ev(1)}))
+			return segment(64, appendSegment(nil, [][]byte{testRec(1)}))
 		}},
 		{name: "bytes after the last event", block: 0, mangle: func([]byte) []byte {
-			raw := append([]byte{1}, lp(nil, "e1")...)
-			return segment(1, append(lp(raw, `{"seq":1}`), 'x'))
+			return segment(1, append(lp(nil, string(testRec(1))), 'x'))
 		}},
-		{name: "a body over the bound", block: 0, mangle: func([]byte) []byte {
-			raw := append(lp([]byte{1}, "e1"), binary.AppendUvarint(nil, maxEventBody+1)...)
+		{name: "a record over the bound", block: 0, mangle: func([]byte) []byte {
+			raw := binary.AppendUvarint(nil, maxEventBody+1)
 			return segment(1, append(raw, make([]byte, maxEventBody+1)...))
+		}},
+		{name: "an empty record", block: 0, mangle: func([]byte) []byte { return segment(1, []byte{0}) }},
+		{name: "a record that does not decode", block: 0, mangle: func([]byte) []byte {
+			rec := testRec(1)
+			return segment(1, lp(nil, string(rec[:len(rec)-2])))
+		}},
+		{name: "a record of an unknown type", block: 0, mangle: func([]byte) []byte {
+			rec := testRec(1)
+			rec[0] = 0x80
+			return segment(1, lp(nil, string(rec)))
 		}},
 		{name: "a frame larger than its events may be", block: 0, mangle: func([]byte) []byte {
 			return segment(1, make([]byte, maxSegment(1)+1))
@@ -372,10 +411,10 @@ func TestDamagedEventBlocks(t *testing.T) {
 		{name: "not a frame", block: 0, mangle: func([]byte) []byte { return segment(1, nil)[:3] }},
 		{name: "a part garbled", block: 1, part: true, mangle: func(v []byte) []byte { v[len(v)/2] ^= 0x10; return v }, append: true},
 		{name: "a part that starts before the base ends", block: 1, part: true, mangle: func(v []byte) []byte {
-			return newBlock(2, []NewEvent{ev(67), ev(68), ev(69), ev(70)})
+			return newBlock(2, [][]byte{testRec(67), testRec(68), testRec(69), testRec(70)})
 		}, append: true},
 		{name: "a part that ends before the head", block: 1, part: true, mangle: func(v []byte) []byte {
-			return newBlock(3, []NewEvent{ev(68), ev(69)})
+			return newBlock(3, [][]byte{testRec(68), testRec(69)})
 		}, append: true},
 		{name: "a part empty", block: 1, part: true, mangle: func([]byte) []byte { return nil }, append: true},
 	}
@@ -400,7 +439,7 @@ func TestDamagedEventBlocks(t *testing.T) {
 				s.cache.reset()
 				var err error
 				require.NotPanics(t, func() {
-					_, err = s.Events(ctx, "c", after, "e"+strconv.FormatUint(after, 10), 100, 0)
+					_, err = s.Events(ctx, "c", after, evID(t, "c", after), 100, 0)
 				})
 				require.Error(t, err, "a read after %d", after)
 				assert.Equal(t, readmodel.Internal, readmodel.ErrorCode(err))
@@ -415,7 +454,7 @@ func TestDamagedEventBlocks(t *testing.T) {
 					}
 					var evs []NewEvent
 					for seq := from; seq <= to; seq++ {
-						evs = append(evs, ev(seq))
+						evs = append(evs, testEvent(uint64(seq)))
 					}
 					tx.PutFeedState("c", tx.AppendEvents("c", h, evs), nil)
 					return nil
@@ -446,7 +485,7 @@ func TestDamagedEventBlocks(t *testing.T) {
 		appendN(t, s, "c", 3)
 		appendN(t, s, "c", 2)
 		require.NoError(t, s.db.Update(func(txn *badger.Txn) error { return txn.Delete(partKey("c", 1, 5)) }))
-		_, err := s.Events(context.Background(), "c", feedBlock, "e64", 10, 0)
+		_, err := s.Events(context.Background(), "c", feedBlock, evID(t, "c", feedBlock), 10, 0)
 		assert.Equal(t, readmodel.Internal, readmodel.ErrorCode(err))
 		_, damaged := Damaged(err)
 		assert.True(t, damaged, "counted as damage: %v", err)
@@ -457,7 +496,6 @@ func TestDamagedEventBlocks(t *testing.T) {
 // message adding n events (a real event's size) to a collection's feed of
 // 1,000.
 func BenchmarkAppendEvents(b *testing.B) {
-	body := []byte(`{"eventId":"s85651-0-7mivac","type":"listing_added","collectionId":"ink_0x00225e7b3f15f74306a0b3b4ef6352ab18ed39a8","observedAt":"2026-11-25T07:45:39.656Z","upstreamAt":"2026-11-25T07:24:31.000Z","reason":null,"listing":{"chain":"ink","contractAddress":"0x00225e7b3f15f74306a0b3b4ef6352ab18ed39a8","tokenId":"7200","mint":null,"collectionId":"ink_0x00225e7b3f15f74306a0b3b4ef6352ab18ed39a8","price":{"raw":"1509102000790101446","decimal":1.5091020007901015,"currency":"ETH","usd":null},"seller":"0x93066daaaef549e37277f48e18b57c0ffffaedcd","buyer":null,"marketplace":"NATIVE","status":"active","expiresAt":"2026-11-25T09:06:31.000Z","timestamp":"2026-11-25T07:24:31.000Z","orderId":"ink_0x00225e7b3f15f74306a0b3b4ef6352ab18ed39a8_7200_1795591471000","tx":null},"previousPrice":null,"sale":null,"floor":null}`)
 	for _, n := range []int{1, 5} {
 		b.Run(strconv.Itoa(n), func(b *testing.B) {
 			s, err := Open(context.Background(), b.TempDir(), Options{MemTableSize: 8 << 20})
@@ -465,7 +503,8 @@ func BenchmarkAppendEvents(b *testing.B) {
 			defer s.Close(context.Background())
 			evs := make([]NewEvent, n)
 			for i := range evs {
-				evs[i] = NewEvent{Type: 1, ID: "s85651-" + strconv.Itoa(i) + "-7mivac", Body: body}
+				evs[i] = sampleEvent()
+				evs[i].Index = i
 			}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -487,11 +526,8 @@ func BenchmarkAppendEvents(b *testing.B) {
 func TestOpenBlockOfSegmentsGoesOn(t *testing.T) {
 	s := mustOpen(t)
 	ctx := context.Background()
-	ev := func(seq int) NewEvent {
-		return NewEvent{Type: 1, ID: "e" + strconv.Itoa(seq), Body: []byte(`{"seq":` + strconv.Itoa(seq) + `}`)}
-	}
 	require.NoError(t, s.Update(ctx, func(tx *Tx) error {
-		tx.set(blockKey("c", 0), appendSegment(newBlock(0, []NewEvent{ev(1), ev(2)}), []NewEvent{ev(3)}))
+		tx.set(blockKey("c", 0), appendSegment(newBlock(0, [][]byte{testRec(1), testRec(2)}), [][]byte{testRec(3)}))
 		tx.PutFeedState("c", FeedHead{First: 1, Next: 4}, nil)
 		return nil
 	}))

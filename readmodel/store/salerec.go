@@ -96,13 +96,19 @@ func keyTime(suf []byte) time.Time {
 // orderPrefix is the prefix orderId form f repeats from row s's fields
 // decoded before it; ok is false for a form without one.
 func orderPrefix(s *readmodel.SaleRow, f byte) (string, bool) {
+	return orderPrefixOf(s.CollectionID, s.TokenID, s.Mint, s.Marketplace, f)
+}
+
+// orderPrefixOf is the prefix orderId form f repeats of a row with these
+// fields (a sale's or a listing's); ok is false for a form without one.
+func orderPrefixOf(collectionID, tokenID, mint, marketplace string, f byte) (string, bool) {
 	switch f {
 	case orderCollection:
-		return s.CollectionID + "_" + s.TokenID + "_", true
+		return collectionID + "_" + tokenID + "_", true
 	case orderMint:
-		return s.Mint + "_", true
+		return mint + "_", true
 	case orderMarket:
-		return s.Marketplace + "-", true
+		return marketplace + "-", true
 	}
 	return "", false
 }
