@@ -542,3 +542,35 @@ func TestOpenBlockOfSegmentsGoesOn(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, p.Items, feedBlock)
 }
+
+// BenchmarkReadEventsPage is an uncached page of 100 listing events read
+// from a feed of 1,000: each event is rendered from its record.
+func BenchmarkReadEventsPage(b *testing.B) {
+	s, err := Open(context.Background(), b.TempDir(), Options{MemTableSize: 8 << 20})
+	require.NoError(b, err)
+	defer s.Close(context.Background())
+	for k := 0; k < 10; k++ {
+		require.NoError(b, s.Update(context.Background(), func(tx *Tx) error {
+			h, state, err := tx.FeedState(sampleCID)
+			if err != nil {
+				return err
+			}
+			evs := make([]NewEvent, 100)
+			for i := range evs {
+				evs[i] = sampleEvent()
+				evs[i].Seq, evs[i].Index = uint64(k), i
+			}
+			tx.PutFeedState(sampleCID, tx.AppendEvents(sampleCID, h, evs), state)
+			return nil
+		}))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s.cache.reset()
+		p, err := s.Events(context.Background(), sampleCID, 0, "", 100, 0)
+		if err != nil || len(p.Items) != 100 {
+			b.Fatal(err, len(p.Items))
+		}
+	}
+}
