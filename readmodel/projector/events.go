@@ -3,8 +3,6 @@ package projector
 import (
 	"sort"
 
-	gojson "github.com/goccy/go-json"
-
 	"github.com/marketd/marketd/readmodel"
 	"github.com/marketd/marketd/readmodel/render"
 	"github.com/marketd/marketd/readmodel/store"
@@ -31,25 +29,17 @@ import (
 // message's events and a hash of its content: the same message applied to
 // the same state gives the same ids on every node, live or replayed.
 
-// feedState is a collection's stored feed state.
+// feedState is a collection's feed state (store.FeedState, its listing
+// set decoded).
 type feedState struct {
-	Rows []readmodel.ListingRow `json:"rows,omitempty"` // the listing set last reported, in snapshot order
+	Rows []readmodel.ListingRow // the listing set last reported, in snapshot order
 	// Sold holds the orderIds of the latest sales applied (oldest first, at
-	// most feedSoldKept): a listing that leaves the set after its sale
-	// was applied is removed as sold.
-	Sold []string `json:"sold,omitempty"`
+	// most feedSoldKept), each as its store.OrderHash: a listing that
+	// leaves the set after its sale was applied is removed as sold.
+	Sold []uint64
 }
 
 const feedSoldKept = 256
-
-// storedFeed is feedState as stored, its listing set left undecoded: a
-// sales message needs only Sold, and decoding the whole set for it (then
-// encoding it again) was about 6% of a medium replay's CPU. Written back, the
-// undecoded set keeps its bytes (TestFeedStateKeepsUndecodedRows).
-type storedFeed struct {
-	Rows gojson.RawMessage `json:"rows,omitempty"`
-	Sold []string          `json:"sold,omitempty"`
-}
 
 // feedMemo is a collection's feed state as this transaction last read or
 // wrote it: flushFeeds stores the changed ones once, at its end (a batch
@@ -58,7 +48,7 @@ type storedFeed struct {
 type feedMemo struct {
 	head    store.FeedHead
 	st      feedState // st.Rows only once rowsOK (listingSet)
-	raw     []byte    // the stored listing set's JSON until decoded
+	raw     []byte    // the stored listing set until decoded: a sales message needs none of it
 	rowsOK  bool
 	dirty   bool
 	pending []store.NewEvent // events to append at flushFeeds, in order
@@ -122,17 +112,12 @@ func (a *applier) feedState(cid string) (*feedMemo, error) {
 		return m, nil
 	}
 	m := &feedMemo{}
-	var raw []byte
+	var st store.FeedState
 	var err error
-	m.head, raw, err = a.tx.FeedState(cid)
-	if err == nil && raw != nil {
-		var sf storedFeed
-		err = gojson.Unmarshal(raw, &sf) // written by flushFeeds: encoding/json's bytes (TestStoredInputsDecodeAsStd)
-		m.st.Sold, m.raw = sf.Sold, sf.Rows
-	}
-	if err != nil {
+	if m.head, st, err = a.tx.FeedState(cid); err != nil {
 		return nil, err
 	}
+	m.st.Sold, m.raw = st.Sold, st.Set
 	m.rowsOK = len(m.raw) == 0
 	if a.feeds == nil {
 		a.feeds = map[string]*feedMemo{}
@@ -146,19 +131,20 @@ func (m *feedMemo) listingSet() error {
 	if m.rowsOK {
 		return nil
 	}
-	if err := gojson.Unmarshal(m.raw, &m.st.Rows); err != nil {
+	rows, err := store.DecodeListingSet(m.raw)
+	if err != nil {
 		return err
 	}
-	m.raw, m.rowsOK = nil, true
+	m.st.Rows, m.raw, m.rowsOK = rows, nil, true
 	return nil
 }
 
 // encode is m's state as stored: the listing set as decoded, or as read.
-func (m *feedMemo) encode() ([]byte, error) {
+func (m *feedMemo) encode() store.FeedState {
 	if m.rowsOK {
-		return gojson.Marshal(&m.st)
+		return store.FeedState{Set: store.EncodeListingSet(m.st.Rows), Sold: m.st.Sold}
 	}
-	return gojson.Marshal(&storedFeed{Rows: m.raw, Sold: m.st.Sold})
+	return store.FeedState{Set: m.raw, Sold: m.st.Sold}
 }
 
 // flushFeeds stores the feed states this transaction changed; the
@@ -173,12 +159,8 @@ func (a *applier) flushFeeds() error {
 	sort.Strings(cids)
 	for _, cid := range cids {
 		m := a.feeds[cid]
-		b, err := m.encode()
-		if err != nil {
-			return err
-		}
 		m.head = a.tx.AppendEvents(cid, m.head, m.pending) // of more than it keeps, the store encodes the last only
-		a.tx.PutFeedState(cid, m.head, b)
+		a.tx.PutFeedState(cid, m.head, m.encode())
 		m.dirty, m.pending = false, nil
 	}
 	return nil
@@ -193,7 +175,7 @@ func (a *applier) feedSale(cid string, i int, row *readmodel.SaleRow) error {
 		return err
 	}
 	if row.OrderID != "" {
-		m.st.Sold = append(m.st.Sold, row.OrderID)
+		m.st.Sold = append(m.st.Sold, store.OrderHash(row.OrderID))
 		if n := len(m.st.Sold) - feedSoldKept; n > 0 {
 			m.st.Sold = append(m.st.Sold[:0], m.st.Sold[n:]...)
 		}
@@ -286,8 +268,9 @@ func floorOf(rows []readmodel.ListingRow) readmodel.ListingRow {
 // reports it live (it fell beyond the snapshot's ceiling); else cancelled.
 func (a *applier) removalReason(cid string, st *feedState, o *readmodel.ListingRow, still bool) (string, error) {
 	if o.OrderID != "" {
+		h := store.OrderHash(o.OrderID)
 		for _, s := range st.Sold {
-			if s == o.OrderID {
+			if s == h {
 				return render.ReasonSold, nil
 			}
 		}

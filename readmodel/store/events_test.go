@@ -54,7 +54,8 @@ func appendN(t *testing.T, s *Store, cid string, n int) {
 		for i := 0; i < n; i++ {
 			evs = append(evs, testEvent(h.Next+uint64(i)))
 		}
-		tx.PutFeedState(cid, tx.AppendEvents(cid, h, evs), append(state, 'x'))
+		state.Sold = append(state.Sold, 7)
+		tx.PutFeedState(cid, tx.AppendEvents(cid, h, evs), state)
 		return nil
 	}))
 }
@@ -96,7 +97,7 @@ func TestEvents(t *testing.T) {
 	require.NoError(t, s.View(ctx, func(tx *Tx) error {
 		h, state, err := tx.FeedState("c")
 		assert.Equal(t, FeedHead{First: 4, Next: 9}, h)
-		assert.Equal(t, "xx", string(state))
+		assert.Equal(t, []uint64{7, 7}, state.Sold, "the state is stored with the head")
 		return err
 	}))
 	p, err = s.Events(ctx, "c", 0, "", 10, 0)
@@ -456,7 +457,7 @@ func TestDamagedEventBlocks(t *testing.T) {
 					for seq := from; seq <= to; seq++ {
 						evs = append(evs, testEvent(uint64(seq)))
 					}
-					tx.PutFeedState("c", tx.AppendEvents("c", h, evs), nil)
+					tx.PutFeedState("c", tx.AppendEvents("c", h, evs), FeedState{})
 					return nil
 				})
 			}
@@ -528,7 +529,7 @@ func TestOpenBlockOfSegmentsGoesOn(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, s.Update(ctx, func(tx *Tx) error {
 		tx.set(blockKey("c", 0), appendSegment(newBlock(0, [][]byte{testRec(1), testRec(2)}), [][]byte{testRec(3)}))
-		tx.PutFeedState("c", FeedHead{First: 1, Next: 4}, nil)
+		tx.PutFeedState("c", FeedHead{First: 1, Next: 4}, FeedState{})
 		return nil
 	}))
 	appendN(t, s, "c", 2)
@@ -573,4 +574,57 @@ func BenchmarkReadEventsPage(b *testing.B) {
 			b.Fatal(err, len(p.Items))
 		}
 	}
+}
+
+// TestFeedStateRecord: a feed state comes back as it was put (its set's
+// bytes as written, its orderIds' hashes in order), and a record that is cut, has
+// a byte too many or is not one is damage, never a panic.
+func TestFeedStateRecord(t *testing.T) {
+	set := EncodeListingSet([]readmodel.ListingRow{*sampleListing(), *sampleListing()})
+	native := sampleCID + "_720065984443128398297674054995370039180168182140779004769228702_1795591471000"
+	cases := []struct {
+		name string
+		st   FeedState
+	}{
+		{name: "empty"},
+		{name: "a set", st: FeedState{Set: set}},
+		{name: "sales only", st: FeedState{Sold: []uint64{OrderHash(native), OrderHash("tensor-2ej05dqrqn"), 0, 1<<64 - 1}}},
+		{name: "both", st: FeedState{Set: set, Sold: []uint64{OrderHash(native)}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := mustOpen(t)
+			ctx := context.Background()
+			require.NoError(t, s.Update(ctx, func(tx *Tx) error {
+				tx.PutFeedState("c", FeedHead{First: 3, Next: 9}, tc.st)
+				return nil
+			}))
+			require.NoError(t, s.View(ctx, func(tx *Tx) error {
+				h, st, err := tx.FeedState("c")
+				require.NoError(t, err)
+				assert.Equal(t, FeedHead{First: 3, Next: 9}, h)
+				assert.Equal(t, tc.st, st)
+				return nil
+			}))
+			rec := encodeFeedState(tc.st)
+			for n := 0; n <= len(rec); n++ {
+				var err error
+				require.NotPanics(t, func() { _, err = decodeFeedState(rec[:n]) })
+				if n < len(rec) {
+					_, damaged := Damaged(err)
+					assert.True(t, damaged, "cut at %d of %d: %v", n, len(rec), err)
+				}
+			}
+			_, err := decodeFeedState(append(append([]byte(nil), rec...), 0))
+			assert.Error(t, err, "a byte too many")
+			_, err = decodeFeedState(append([]byte{'{'}, rec[1:]...))
+			assert.Error(t, err, "JSON (schema 17) is not a record")
+		})
+	}
+	rows, err := DecodeListingSet(set)
+	require.NoError(t, err)
+	assert.Equal(t, []readmodel.ListingRow{*sampleListing(), *sampleListing()}, rows)
+	_, err = DecodeListingSet(set[:len(set)-1])
+	_, damaged := Damaged(err)
+	assert.True(t, damaged, "a set that does not decode is damage")
 }

@@ -355,7 +355,7 @@ func gcPause(took time.Duration, share float64) time.Duration {
 //	   from the token blocks of its collection's addresses (i/ta/)
 //	16: a sale is a binary record rendered on read, without a header
 //	   (salerec.go); its dedupe entry (i/sk/) has an empty value
-const Schema = "17"
+const Schema = "18"
 
 // schema is what the store records: Schema and a fingerprint of the
 // record's field lists (readmodel.TokenDoc's, ListingRow's and SaleRow's
