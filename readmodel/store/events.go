@@ -418,7 +418,7 @@ type blockReader struct {
 
 // sale reads the record of the collection's sale whose key suffix is suf.
 func (r *blockReader) sale(suf []byte) ([]byte, bool, error) {
-	return txnGet(r.txn, key(pSale, r.cid, string(suf)))
+	return txnGet(r.txn, append(salesPrefix(r.cid), suf...))
 }
 
 // event returns event seq, which the feed's head says is stored: a block

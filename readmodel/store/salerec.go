@@ -11,7 +11,7 @@ import (
 	"github.com/marketd/marketd/readmodel/render"
 )
 
-// A sale is stored as one record under v/s/<collection id><suffix> (see
+// A sale is stored as one record under v/s/<collection hash><suffix> (see
 // saleSuffix: its block time, then a hash of its SaleKey), from which the
 // store renders the sale's item when a page is read (readPage); the
 // record is the whole value, there is no header. Schema 16: the rendered

@@ -258,7 +258,7 @@ func TestDamagedSaleRecordIsAnError(t *testing.T) {
 		ctx := context.Background()
 		s := mustOpen(t)
 		require.NoError(t, s.Update(ctx, func(tx *Tx) error { _, err := tx.AddSale(c.cid, &c.row); return err }))
-		require.NoError(t, s.db.Update(func(txn *badger.Txn) error { return txn.Set(key(pSale, c.cid, string(suf)), rec[:10]) }))
+		require.NoError(t, s.db.Update(func(txn *badger.Txn) error { return txn.Set(append(salesPrefix(c.cid), suf...), rec[:10]) }))
 		_, err := s.Sales(ctx, c.cid, "", 10)
 		require.Error(t, err)
 		reason, damaged := Damaged(err)
@@ -306,7 +306,7 @@ func TestSalesPageVersionAndCache(t *testing.T) {
 	require.Len(t, p3.Items, 2)
 	assert.NotEqual(t, p1.Version, p3.Version)
 
-	dk := key(pSaleKey, evmCID, string(saleSuffix(&a)[8:]))
+	dk := append(saleDedupePrefix(evmCID), saleSuffix(&a)[8:]...)
 	v, ok, err := s.get(dk)
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -316,11 +316,11 @@ func TestSalesPageVersionAndCache(t *testing.T) {
 	changed.Buyer = "0x02"
 	suf := saleSuffix(&a)
 	require.NoError(t, s.db.Update(func(txn *badger.Txn) error {
-		return txn.Set(key(pSale, evmCID, string(suf)), encodeSale(evmCID, suf, &changed))
+		return txn.Set(append(salesPrefix(evmCID), suf...), encodeSale(evmCID, suf, &changed))
 	}))
 	p4, err := s.Sales(ctx, evmCID, "", 11) // another page: not cached
 	require.NoError(t, err)
-	p5, err := s.readPage(key(pSale, evmCID, ""), nil, 10, evmCID)
+	p5, err := s.readPage(salesPrefix(evmCID), nil, 10, evmCID)
 	require.NoError(t, err)
 	assert.Equal(t, p4.Items, p5.Items)
 	assert.NotEqual(t, p3.Version, p5.Version, "a changed record changes the version")

@@ -355,7 +355,11 @@ func gcPause(took time.Duration, share float64) time.Duration {
 //	   from the token blocks of its collection's addresses (i/ta/)
 //	16: a sale is a binary record rendered on read, without a header
 //	   (salerec.go); its dedupe entry (i/sk/) has an empty value
-const Schema = "18"
+//	17: change-feed events are records rendered on read (evrec.go); a sale
+//	   event names its sale record
+//	18: the change feed's state is a record, its sold orderIds hashed
+//	19: sale keys name their collection by a hash of its id
+const Schema = "19"
 
 // schema is what the store records: Schema and a fingerprint of the
 // record's field lists (readmodel.TokenDoc's, ListingRow's and SaleRow's
@@ -755,7 +759,7 @@ func (s *Store) Sales(ctx context.Context, id string, after string, limit int) (
 	if err != nil || (pos != nil && len(pos) != 16) {
 		return render.Page{}, readmodel.Errorf(readmodel.BadRequest, "bad sales position")
 	}
-	return s.page(key(pSale, id, ""), pos, limit, "s|"+id+"|"+after, id)
+	return s.page(salesPrefix(id), pos, limit, "s|"+id+"|"+after, id)
 }
 
 // Browse returns up to limit collection summaries in the order of sort for

@@ -606,6 +606,30 @@ func orderedFloat(f float64) uint64 {
 	return b | 1<<63
 }
 
+// A sale's keys name its collection by a hash of the id, not the id:
+//
+//	v/s/<collection hash><suffix>   the sale record (salerec.go)
+//	i/sk/<collection hash><hash>    its dedupe entry (AddSale)
+//
+// where the collection hash is the first 8 bytes of the id's SHA-256 and
+// suffix is saleSuffix. The id (about 50 bytes for an EVM collection)
+// was most of both keys, stored in the key tree and again beside each
+// record in the value log: at 10,000 collections x 100 tokens (358,387
+// sales) about 45 MB of a 480 MB store (schema 19). Two ids of the same
+// hash would share a sales history: at 10^5 collections the odds are
+// about 10^-10.
+
+// salesPrefix is the prefix of collection cid's sale records.
+func salesPrefix(cid string) []byte { return collectionHashed(pSale, cid) }
+
+// saleDedupePrefix is the prefix of collection cid's dedupe entries.
+func saleDedupePrefix(cid string) []byte { return collectionHashed(pSaleKey, cid) }
+
+func collectionHashed(prefix []byte, cid string) []byte {
+	h := sha256.Sum256([]byte(cid))
+	return append(append(make([]byte, 0, len(prefix)+8+saleSuffixLen), prefix...), h[:8]...)
+}
+
 func saleSuffix(row *readmodel.SaleRow) []byte {
 	h := sha256.Sum256([]byte(row.SaleKey()))
 	var ts uint64
@@ -620,8 +644,8 @@ func saleSuffix(row *readmodel.SaleRow) []byte {
 // already indexed; it reports whether it added. The sale is stored as a
 // record (salerec.go) that pages render on read, so row's price must be
 // one render.SaleItem interprets (the projector drops the others). The
-// dedupe entry (i/sk/<cid><SaleKey hash>)
-// has an empty value: only its presence is read.
+// dedupe entry (i/sk/<collection hash><SaleKey hash>) has an empty value:
+// only its presence is read.
 //
 // The check reads the sale's dedupe key, except for a collection that had
 // no sales committed before this transaction (its first sales: every
@@ -638,7 +662,7 @@ func (t *Tx) AddSale(cid string, row *readmodel.SaleRow) (bool, error) {
 		committed := t.s.hasSales(cid)
 		if !committed {
 			var err error
-			if committed, err = t.committed(key(pSaleKey, cid, "")); err != nil {
+			if committed, err = t.committed(saleDedupePrefix(cid)); err != nil {
 				return false, err
 			}
 		}
@@ -650,7 +674,7 @@ func (t *Tx) AddSale(cid string, row *readmodel.SaleRow) (bool, error) {
 		}
 		t.newSales[cid] = added
 	}
-	dk := key(pSaleKey, cid, string(suf[8:]))
+	dk := append(saleDedupePrefix(cid), suf[8:]...)
 	if added != nil {
 		if _, dup := added[h]; dup {
 			return false, nil
@@ -661,7 +685,7 @@ func (t *Tx) AddSale(cid string, row *readmodel.SaleRow) (bool, error) {
 	} else if ok {
 		return false, nil
 	}
-	sk, sv := key(pSale, cid, string(suf)), encodeSale(cid, suf, row)
+	sk, sv := append(salesPrefix(cid), suf...), encodeSale(cid, suf, row)
 	t.set(dk, nil)
 	t.set(sk, sv)
 	t.salesBytes += int64(len(dk) + len(sk) + len(sv))
