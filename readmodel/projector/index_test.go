@@ -3,6 +3,7 @@ package projector_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -228,6 +229,11 @@ func TestBrowse(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, ids(before), ids(after), "same order")
 		assert.NotEqual(t, before.Version, after.Version)
+		assert.Equal(t, "Renamed", jsonMap(t, after.Items[0])["name"], "the page shows the edited summary")
+		all, err := e.st.Browse(ctx, readmodel.SortRecent, "", "", 5)
+		require.NoError(t, err)
+		require.Contains(t, ids(all), "b")
+		assert.Equal(t, "Renamed", jsonMap(t, all.Items[slices.Index(ids(all), "b")])["name"], "and so does every other order")
 	})
 	t.Run("an updated document moves", func(t *testing.T) {
 		e.run(mk("a", readmodel.Ethereum, 1000, "", false, t0))

@@ -27,6 +27,7 @@ var (
 	pListings   = []byte("v/l/")
 	pToken      = []byte("v/t/") // token views before schema 10; now the cache key (and digest key) of a token rendered on read
 	pBrowse     = []byte("v/b/")
+	pBrowseItem = []byte("v/bi/") // a collection's summary, once for all its browse entries (schema 20)
 	pAlias      = []byte("v/a/")
 	pSale       = []byte("v/s/")
 

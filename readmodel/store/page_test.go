@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dgraph-io/badger/v4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -116,6 +117,69 @@ func itemStrings(p render.Page) []string {
 	out := make([]string, len(p.Items))
 	for i, it := range p.Items {
 		out[i] = string(it)
+	}
+	return out
+}
+
+// TestBrowseSummaryStoredOnce: a collection's summary is stored once for
+// all its browse entries, every order shows it, an edit shows in each and
+// changes their versions, and a collection that leaves the orders leaves
+// no summary behind.
+func TestBrowseSummaryStoredOnce(t *testing.T) {
+	s := mustOpen(t)
+	ctx := context.Background()
+	set := func(cid, item string, entries ...BrowseEntry) {
+		require.NoError(t, s.Update(ctx, func(tx *Tx) error {
+			tx.SetBrowse(cid, entries, []byte(item))
+			return nil
+		}))
+	}
+	both := []BrowseEntry{{Sort: readmodel.SortVolume, Present: true, Value: 5}, {Sort: readmodel.SortRecent, Chain: readmodel.Base, Present: true, Value: 1}}
+	set("c1", `{"id":"c1","v":1}`, both...)
+	set("c2", `{"id":"c2"}`, BrowseEntry{Sort: readmodel.SortVolume, Present: true, Value: 9})
+	page := func(sort readmodel.Sort, chain readmodel.Chain) render.Page {
+		p, err := s.Browse(ctx, sort, chain, "", 10)
+		require.NoError(t, err)
+		return p
+	}
+	vol, recent := page(readmodel.SortVolume, ""), page(readmodel.SortRecent, readmodel.Base)
+	assert.Equal(t, []string{`{"id":"c2"}`, `{"id":"c1","v":1}`}, strs(vol.Items))
+	assert.Equal(t, []string{`{"id":"c1","v":1}`}, strs(recent.Items))
+	count := func(prefix []byte) (n, valueBytes int) {
+		require.NoError(t, s.db.View(func(txn *badger.Txn) error {
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+			defer it.Close()
+			for it.Rewind(); it.Valid(); it.Next() {
+				n++
+				valueBytes += int(it.Item().ValueSize())
+			}
+			return nil
+		}))
+		return n, valueBytes
+	}
+	n, vb := count(pBrowse)
+	assert.Equal(t, [2]int{3, 3 * 8}, [2]int{n, vb}, "entries hold the summary's hash only")
+	n, _ = count(pBrowseItem)
+	assert.Equal(t, 2, n, "a summary per collection")
+
+	set("c1", `{"id":"c1","v":2}`, both...)
+	vol2, recent2 := page(readmodel.SortVolume, ""), page(readmodel.SortRecent, readmodel.Base)
+	assert.Equal(t, []string{`{"id":"c2"}`, `{"id":"c1","v":2}`}, strs(vol2.Items))
+	assert.Equal(t, []string{`{"id":"c1","v":2}`}, strs(recent2.Items))
+	assert.NotEqual(t, vol.Version, vol2.Version, "an edit changes the page's version")
+	assert.NotEqual(t, recent.Version, recent2.Version)
+
+	set("c1", `{"id":"c1","v":2}`)
+	assert.Equal(t, []string{`{"id":"c2"}`}, strs(page(readmodel.SortVolume, "").Items))
+	assert.Empty(t, page(readmodel.SortRecent, readmodel.Base).Items)
+	n, _ = count(pBrowseItem)
+	assert.Equal(t, 1, n, "a collection out of every order keeps no summary")
+}
+
+func strs(bs [][]byte) []string {
+	out := make([]string, len(bs))
+	for i, b := range bs {
+		out[i] = string(b)
 	}
 	return out
 }

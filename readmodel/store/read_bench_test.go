@@ -130,3 +130,44 @@ func BenchmarkReadSalesPage(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkReadBrowsePage measures reading a page of 100 collection
+// summaries of 1,000: uncached (a page cache miss: iterate the order's
+// entries and read each summary) and cached.
+func BenchmarkReadBrowsePage(b *testing.B) {
+	ctx, s := context.Background(), benchStore(b)
+	require.NoError(b, s.Update(ctx, func(tx *Tx) error {
+		for i := 0; i < 1000; i++ {
+			id := fmt.Sprintf("base_0x%040x", i)
+			item := fmt.Sprintf(`{"id":%q,"chain":"base","contractAddress":"0x%040x","name":"Tiny Moths %d","slug":"tiny-moths-%d","image":"https://img.sim.marketd.test/c/%d.png","banner":"https://img.sim.marketd.test/b/%d.png","description":"A simulated collection of 100 tokens on base.","tokenStandard":"ERC721","royaltyBps":621,"stats":{"floor":{"raw":"1651000000709810103","decimal":1.65100000070981,"currency":"ETH","usd":null},"volumeAllTime":9998.5,"supply":100,"owners":51}}`, id, i, i, i, i, i)
+			var entries []BrowseEntry
+			for _, sort := range []readmodel.Sort{readmodel.SortVolume, readmodel.SortFloor, readmodel.SortRecent} {
+				for _, chain := range []readmodel.Chain{"", readmodel.Base} {
+					entries = append(entries, BrowseEntry{Sort: sort, Chain: chain, Present: true, Value: float64(i)})
+				}
+			}
+			tx.SetBrowse(id, entries, []byte(item))
+		}
+		return nil
+	}))
+	b.Run("uncached", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			s.cache.invalidate(nil, false, true, false, nil)
+			p, err := s.Browse(ctx, readmodel.SortVolume, "", "", 100)
+			if err != nil || len(p.Items) != 100 {
+				b.Fatal(err, len(p.Items))
+			}
+		}
+	})
+	b.Run("cached", func(b *testing.B) {
+		_, err := s.Browse(ctx, readmodel.SortVolume, "", "", 100)
+		require.NoError(b, err)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := s.Browse(ctx, readmodel.SortVolume, "", "", 100); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -359,7 +359,9 @@ func gcPause(took time.Duration, share float64) time.Duration {
 //	   event names its sale record
 //	18: the change feed's state is a record, its sold orderIds hashed
 //	19: sale keys name their collection by a hash of its id
-const Schema = "19"
+//	20: a collection's summary is stored once (v/bi/), its browse entries
+//	   hold its content hash
+const Schema = "20"
 
 // schema is what the store records: Schema and a fingerprint of the
 // record's field lists (readmodel.TokenDoc's, ListingRow's and SaleRow's
@@ -781,6 +783,11 @@ func (s *Store) Browse(ctx context.Context, sort readmodel.Sort, chain readmodel
 	return s.page(browsePrefix(sort, chain), pos, limit, "b|"+string(sort)+"|"+string(chain)+"|"+after, "")
 }
 
+// browsePlace is the length of a browse entry's place in its order, after
+// browsePrefix and before the collection id: native and present bytes,
+// then the sort value (8 bytes).
+const browsePlace = 10
+
 func browsePrefix(sort readmodel.Sort, chain readmodel.Chain) []byte {
 	c := string(chain)
 	if c == "" {
@@ -863,7 +870,7 @@ func (s *Store) readPage(prefix, pos []byte, limit int, salesOf string) (render.
 		if pos != nil && it.ValidForPrefix(prefix) && string(it.Item().Key()) == string(start) {
 			it.Next()
 		}
-		var last, buf []byte
+		var last, buf, ik []byte
 		if salesOf != "" {
 			// The page's items are rendered into one buffer (about 700
 			// bytes each), each its own capped slice of it.
@@ -893,14 +900,36 @@ func (s *Store) readPage(prefix, pos []byte, limit int, salesOf string) (render.
 					return err
 				}
 			} else {
-				v, err := it.Item().ValueCopy(nil)
+				// A browse entry places its collection's summary, stored
+				// once (SetBrowse): its key ends with the collection id,
+				// after the native, present and sort-value bytes.
+				if len(k) <= browsePlace {
+					continue
+				}
+				ik = append(append(ik[:0], pBrowseItem...), k[browsePlace:]...)
+				si, err := txn.Get(ik)
+				if errors.Is(err, badger.ErrKeyNotFound) {
+					continue
+				}
 				if err != nil {
 					return err
 				}
-				if len(v) < 8 {
+				if err := si.Value(func(v []byte) error {
+					if len(v) >= 8 {
+						// Copied (filled copies only what has a USD slot):
+						// v is Badger's until the read ends.
+						if render.NextUSDSlot(v[8:]) < 0 {
+							v = append([]byte(nil), v...)
+						}
+						item, head = filled(v[8:], q), append(saleHead[:0], v[:8]...)
+					}
+					return nil
+				}); err != nil {
+					return err
+				}
+				if item == nil {
 					continue
 				}
-				item, head = filled(v[8:], q), v[:8]
 			}
 			page.Items = append(page.Items, item)
 			last = append(last[:0], k...)

@@ -542,7 +542,14 @@ type BrowseEntry struct {
 	Value float64
 }
 
-// SetBrowse replaces cid's browse entries by entries, each holding item.
+// SetBrowse replaces cid's browse entries by entries, each placing item
+// (no entries: cid leaves every order).
+//
+// The summary is stored once (v/bi/<cid>); an entry's key places it and
+// its value is the summary's content hash (plain's header), which a page
+// read hashes into its version. Each collection has six entries (three
+// sorts, all chains and its own): holding the summary in each was 33 MB
+// of a 480 MB store at 10,000 collections x 100 tokens (schema 20).
 func (t *Tx) SetBrowse(cid string, entries []BrowseEntry, item []byte) {
 	back := key(pBrowseBack, cid)
 	var oldKeys [][]byte
@@ -570,8 +577,9 @@ func (t *Tx) SetBrowse(cid string, entries []BrowseEntry, item []byte) {
 		newKeys = append(newKeys, k)
 	}
 	val := plain(item)
+	head := val[:8]
 	if sameKeys(oldKeys, newKeys) && len(newKeys) > 0 {
-		if cur, ok, err := t.getRaw(newKeys[0]); err == nil && ok && bytes.Equal(cur, val) {
+		if cur, ok, err := t.getRaw(key(pBrowseItem, cid)); err == nil && ok && bytes.Equal(cur, val) {
 			return // unchanged: same places, same summary
 		}
 	}
@@ -579,7 +587,12 @@ func (t *Tx) SetBrowse(cid string, entries []BrowseEntry, item []byte) {
 		t.del(k)
 	}
 	for _, k := range newKeys {
-		t.set(k, val)
+		t.set(k, head)
+	}
+	if len(newKeys) > 0 {
+		t.set(key(pBrowseItem, cid), val)
+	} else {
+		t.del(key(pBrowseItem, cid))
 	}
 	t.putJSON(back, newKeys)
 	t.browse = true
