@@ -19,7 +19,8 @@ import (
 //	segment  uvarint n (its events, at least 1), uvarint length, then a
 //	         zstd frame (against eventDictText, with a checksum) of n
 //	         events, each lp(record) (evrec.go; schema 16 had type bit,
-//	         lp(id), lp(JSON body))
+//	         lp(id), lp(JSON body); the dictionary is still the JSON one
+//	         it was made for, which records gain little from)
 //
 // The first write of a block is its base (the key above). An append to
 // the open (last) block writes a part: a value of the same form holding

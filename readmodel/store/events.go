@@ -62,8 +62,9 @@ type FeedState struct {
 }
 
 // OrderHash is how FeedState.Sold holds an orderId: 8 bytes instead of a
-// native order id's ~130 (two orderIds that hash the same are as likely
-// as not within the 2^64 of a 64-bit hash).
+// native order id's ~130. A removed listing whose orderId shares a hash
+// with one of the collection's last 256 sales would be reported as sold:
+// odds of about 2^-56 per removal.
 func OrderHash(orderID string) uint64 { return xxhash.Sum64String(orderID) }
 
 // A feed state is stored after the head (e/s/<cid>: 8 bytes first, 8
@@ -76,7 +77,7 @@ func OrderHash(orderID string) uint64 { return xxhash.Sum64String(orderID) }
 //	         endian)
 //
 // It was JSON, the orderIds whole, before: 49 MB of a medium store (10,000
-// collections x 100 tokens; 22 MB now), its decoding and encoding about
+// collections x 100 tokens; 32 MB now), its decoding and encoding about
 // 2% of a replay's CPU.
 
 // feedRecord is the first byte of a feed state record.

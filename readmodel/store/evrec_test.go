@@ -142,6 +142,8 @@ func TestEventRecordRendersTheJSON(t *testing.T) {
 				_, _, err := renderEvent(tc.cid, rec, func([]byte) ([]byte, bool, error) { return nil, false, nil })
 				_, damaged := Damaged(err)
 				assert.True(t, damaged, "a sale event whose sale is missing is damage: %v", err)
+				require.NotPanics(t, func() { _, _, err = renderEvent(tc.cid, rec, nil) })
+				assert.Error(t, err, "no sale reader")
 			}
 		})
 	}
