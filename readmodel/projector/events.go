@@ -166,10 +166,9 @@ func (a *applier) flushFeeds() error {
 	return nil
 }
 
-// feedSale appends a sale event for row (its price one render.SaleItem
-// interprets), the i-th new sale of the message being applied, and
-// remembers its orderId.
-func (a *applier) feedSale(cid string, i int, row *readmodel.SaleRow) error {
+// feedSale appends a sale event for row, the i-th new sale of the message
+// being applied, which the store added as ref, and remembers its orderId.
+func (a *applier) feedSale(cid string, i int, row *readmodel.SaleRow, ref store.SaleRef) error {
 	m, err := a.feedState(cid)
 	if err != nil {
 		return err
@@ -181,8 +180,7 @@ func (a *applier) feedSale(cid string, i int, row *readmodel.SaleRow) error {
 		}
 	}
 	at := row.Timestamp
-	sale := *row
-	a.appendFeed(m, 'x', i, []store.NewEvent{{Type: render.EventSale, ObservedAt: a.now, UpstreamAt: &at, Sale: &sale}})
+	a.appendFeed(m, 'x', i, []store.NewEvent{{Type: render.EventSale, ObservedAt: a.now, UpstreamAt: &at, Sale: &ref}})
 	return nil
 }
 

@@ -18,14 +18,14 @@ func (a *applier) applySales(msg *readmodel.Message) error {
 		if _, ok := render.SaleItem(&r, nil); !ok {
 			continue // uninterpretable price: dropped at projection
 		}
-		added, err := a.tx.AddSale(msg.CollectionID, &r)
+		ref, added, err := a.tx.AddSale(msg.CollectionID, &r)
 		if err != nil {
 			return err
 		}
 		if added {
 			// The store renders the feed's event (usd null) and the
 			// sales page's item (USD filled) from their records.
-			if err := a.feedSale(msg.CollectionID, i, &r); err != nil {
+			if err := a.feedSale(msg.CollectionID, i, &r, ref); err != nil {
 				return err
 			}
 		}

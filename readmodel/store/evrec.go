@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"hash/fnv"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/marketd/marketd/readmodel"
@@ -70,8 +69,11 @@ type NewEvent struct {
 	Listing  *readmodel.ListingRow // rendered as its item as of ObservedAt; nil for none
 	Previous EventPrice            // price_changed and floor_changed
 	Floor    EventPrice            // floor_changed
-	Sale     *readmodel.SaleRow    // sale: one Tx.AddSale added; rendered from its record as its item, usd null
+	Sale     *SaleRef              // sale: the one Tx.AddSale added, rendered from its record as its item, usd null
 }
+
+// SaleRef names a sale Tx.AddSale added: its key's suffix (saleSuffix).
+type SaleRef struct{ suf [saleSuffixLen]byte }
 
 // EventPrice is a price an event carries: its chain and raw amount, none
 // when Raw is empty (then, or when the amount does not render, null).
@@ -117,7 +119,7 @@ func encodeEvent(b []byte, cid string, e *NewEvent) []byte {
 		}
 	}
 	if e.Sale != nil {
-		b = append(b, saleSuffix(e.Sale)...)
+		b = append(b, e.Sale.suf[:]...)
 	}
 	return b
 }
@@ -131,6 +133,11 @@ func eventTypeName(bit uint8) (string, bool) {
 	}
 	return "", false
 }
+
+// idRoom bounds what goes before an event's body: `{"eventId":"`, the
+// stream's letter, two uint64s in decimal, two dashes, a 32-bit hash in
+// base 36 and a quote (12+1+20+1+20+1+7+1).
+const idRoom = 64
 
 // saleGetter reads the record of collection cid's sale whose key suffix is
 // suf; ok is false when there is none.
@@ -209,23 +216,25 @@ func renderEvent(cid string, rec []byte, sale saleGetter) (id string, out []byte
 	if r.bad || r.i != len(r.s) || (stream != 's' && stream != 'x') {
 		return "", nil, errCorruptEvent()
 	}
-	// The JSON after the eventId is rendered first, then hashed into the
-	// id that goes before it.
-	body := render.AppendEventBody(make([]byte, 0, 320+len(e.Listing)+len(e.Sale)), &e)
+	// The JSON after the eventId is rendered first, behind room for what
+	// comes before it (the id hashes it), then that is written into the
+	// room's end: one buffer, no copy of the body.
+	buf := render.AppendEventBody(make([]byte, idRoom, idRoom+320+len(e.Listing)+len(e.Sale)), &e)
 	h := fnv.New32a()
-	h.Write(body)
-	out = make([]byte, 0, len(body)+48)
-	out = append(out, `{"eventId":"`...)
-	n := len(out)
-	out = append(out, stream)
-	out = strconv.AppendUint(out, seq, 10)
-	out = append(out, '-')
-	out = strconv.AppendUint(out, idx, 10)
-	out = append(out, '-')
-	out = strconv.AppendUint(out, uint64(h.Sum32()), 36)
-	id = string(out[n:])
-	out = append(append(out, '"'), body...) // letters, digits and dashes: nothing to escape
-	return id, out, nil
+	h.Write(buf[idRoom:])
+	var pb [idRoom]byte
+	pre := append(pb[:0], `{"eventId":"`...)
+	pre = append(pre, stream)
+	pre = strconv.AppendUint(pre, seq, 10)
+	pre = append(pre, '-')
+	pre = strconv.AppendUint(pre, idx, 10)
+	pre = append(pre, '-')
+	pre = strconv.AppendUint(pre, uint64(h.Sum32()), 36)
+	id = string(pre[len(`{"eventId":"`):])
+	pre = append(pre, '"') // letters, digits and dashes: nothing to escape
+	start := idRoom - len(pre)
+	copy(buf[start:], pre)
+	return id, buf[start:], nil
 }
 
 // eventRowEncoder writes an event's listing row (readmodel.FieldVisitor):
@@ -240,18 +249,8 @@ func (e *eventRowEncoder) Str(name string, p *string) {
 		e.recEncoder.Str(name, p)
 		return
 	}
-	if *p == "" {
-		e.b = append(e.b, orderNone)
-		return
-	}
 	o := e.row
-	for f := byte(orderCollection); f < orderPlain; f++ {
-		if pre, _ := orderPrefixOf(o.CollectionID, o.TokenID, o.Mint, o.Marketplace, f); strings.HasPrefix(*p, pre) {
-			e.b = appendStr(append(e.b, f), (*p)[len(pre):], "")
-			return
-		}
-	}
-	e.b = appendStr(append(e.b, orderPlain), *p, "")
+	e.b = appendOrderID(e.b, *p, o.CollectionID, o.TokenID, o.Mint, o.Marketplace)
 }
 
 // eventRowDecoder reads what eventRowEncoder wrote: the fields an orderId

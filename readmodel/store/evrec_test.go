@@ -37,8 +37,9 @@ func sampleEvent() NewEvent {
 }
 
 // schema16JSON is e rendered as the projector rendered it before event
-// records (schema 16): its id and JSON.
-func schema16JSON(cid string, e *NewEvent) (string, string) {
+// records (schema 16), sale being the row of its sale part: its id and
+// JSON.
+func schema16JSON(cid string, e *NewEvent, sale *readmodel.SaleRow) (string, string) {
 	ev := render.Event{Type: e.Type, CollectionID: cid, ObservedAt: e.ObservedAt, UpstreamAt: e.UpstreamAt, Reason: e.Reason}
 	if e.Listing != nil {
 		if it, ok := render.ListingItem(e.Listing, nil, e.ObservedAt); ok {
@@ -51,8 +52,8 @@ func schema16JSON(cid string, e *NewEvent) (string, string) {
 	if p, ok := render.PriceOf(e.Floor.Chain, e.Floor.Raw, nil); ok && e.Floor.Raw != "" {
 		ev.Floor = &p
 	}
-	if e.Sale != nil {
-		if it, ok := render.SaleItem(e.Sale, nil); ok {
+	if sale != nil {
+		if it, ok := render.SaleItem(sale, nil); ok {
 			ev.Sale = render.MarshalItem(it)
 		}
 	}
@@ -83,6 +84,7 @@ func TestEventRecordRendersTheJSON(t *testing.T) {
 		name string
 		cid  string
 		ev   NewEvent
+		sale *readmodel.SaleRow // the sale ev names (set below)
 	}{
 		{name: "listing_added", cid: sampleCID, ev: sampleEvent()},
 		{name: "listing_removed, expired", cid: sampleCID, ev: NewEvent{Type: render.EventListingRemoved, Stream: 's', Seq: 9, Index: 3, ObservedAt: t0,
@@ -101,19 +103,20 @@ func TestEventRecordRendersTheJSON(t *testing.T) {
 			Floor: EventPrice{Chain: readmodel.Ink, Raw: "15"}}},
 		{name: "a price of another chain than the id's", cid: sampleCID, ev: NewEvent{Type: render.EventFloorChanged, Stream: 's', Seq: 12, ObservedAt: t0,
 			Floor: EventPrice{Chain: readmodel.Base, Raw: "15"}}},
-		{name: "sale", cid: sampleCID, ev: NewEvent{Type: render.EventSale, Stream: 'x', Seq: 77, Index: 2, ObservedAt: t0, UpstreamAt: &sale.Timestamp, Sale: sale}},
-		{name: "sale without a time", cid: sampleCID, ev: NewEvent{Type: render.EventSale, Stream: 'x', Seq: 77, ObservedAt: t0,
-			Sale: func() *readmodel.SaleRow { s := *sale; s.Timestamp = time.Time{}; return &s }()}},
+		{name: "sale", cid: sampleCID, ev: NewEvent{Type: render.EventSale, Stream: 'x', Seq: 77, Index: 2, ObservedAt: t0, UpstreamAt: &sale.Timestamp}, sale: sale},
+		{name: "sale without a time", cid: sampleCID, ev: NewEvent{Type: render.EventSale, Stream: 'x', Seq: 77, ObservedAt: t0},
+			sale: func() *readmodel.SaleRow { s := *sale; s.Timestamp = time.Time{}; return &s }()},
 		{name: "solana listing", cid: "solana_Tiny", ev: NewEvent{Type: render.EventListingAdded, Stream: 's', Seq: 5, ObservedAt: t0, UpstreamAt: &sol.Timestamp, Listing: sol}},
 		{name: "a listing whose price does not render", cid: sampleCID, ev: NewEvent{Type: render.EventListingRemoved, Stream: 's', Seq: 5, ObservedAt: t0,
 			Reason: render.ReasonCancelled, Listing: unpriced}},
 	}
 	// The sale records the transaction that appends a sale event adds.
 	sales := map[string][]byte{}
-	for _, tc := range cases {
-		if tc.ev.Sale != nil {
-			suf := saleSuffix(tc.ev.Sale)
-			sales[string(suf)] = encodeSale(tc.cid, suf, tc.ev.Sale)
+	for i, tc := range cases {
+		if tc.sale != nil {
+			suf := saleSuffix(tc.sale)
+			sales[string(suf)] = encodeSale(tc.cid, suf, tc.sale)
+			cases[i].ev.Sale = &SaleRef{suf: [saleSuffixLen]byte(suf)}
 		}
 	}
 	get := func(suf []byte) ([]byte, bool, error) {
@@ -125,7 +128,7 @@ func TestEventRecordRendersTheJSON(t *testing.T) {
 			rec := encodeEvent(nil, tc.cid, &tc.ev)
 			id, got, err := renderEvent(tc.cid, rec, get)
 			require.NoError(t, err)
-			wantID, want := schema16JSON(tc.cid, &tc.ev)
+			wantID, want := schema16JSON(tc.cid, &tc.ev, tc.sale)
 			assert.Equal(t, wantID, id)
 			assert.Equal(t, want, string(got))
 			if !strings.Contains(string(got), `"listing":null`) || tc.ev.Listing == nil {

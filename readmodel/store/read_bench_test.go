@@ -88,7 +88,7 @@ func benchSales(cid string, n int) []readmodel.SaleRow {
 
 // benchAddSale adds sale r of cid as the projector does.
 func benchAddSale(tx *Tx, cid string, r *readmodel.SaleRow) error {
-	_, err := tx.AddSale(cid, r)
+	_, _, err := tx.AddSale(cid, r)
 	return err
 }
 

@@ -195,17 +195,23 @@ func (e *saleEncoder) Str(name string, p *string) {
 		e.b = appendStr(e.b, *p, saleRef(e.doc, name))
 		return
 	}
-	if *p == "" {
-		e.b = append(e.b, orderNone)
-		return
+	s := e.row
+	e.b = appendOrderID(e.b, *p, s.CollectionID, s.TokenID, s.Mint, s.Marketplace)
+}
+
+// appendOrderID appends orderId id of a row with these fields (a sale's
+// or a listing's, written before it): the form byte of the first prefix
+// it repeats (orderPrefixOf), then the rest as a string.
+func appendOrderID(b []byte, id, collectionID, tokenID, mint, marketplace string) []byte {
+	if id == "" {
+		return append(b, orderNone)
 	}
 	for f := byte(orderCollection); f < orderPlain; f++ {
-		if pre, _ := orderPrefix(e.row, f); strings.HasPrefix(*p, pre) {
-			e.b = appendStr(append(e.b, f), (*p)[len(pre):], "")
-			return
+		if pre, _ := orderPrefixOf(collectionID, tokenID, mint, marketplace, f); strings.HasPrefix(id, pre) {
+			return appendStr(append(b, f), id[len(pre):], "")
 		}
 	}
-	e.b = appendStr(append(e.b, orderPlain), *p, "")
+	return appendStr(append(b, orderPlain), id, "")
 }
 
 func (e *saleEncoder) Time(name string, p *time.Time) {

@@ -137,7 +137,7 @@ func TestSaleRecordsServeTheOldBytes(t *testing.T) {
 			added := false
 			require.NoError(t, s.Update(ctx, func(tx *Tx) error {
 				var err error
-				added, err = tx.AddSale(c.cid, &c.row)
+				_, added, err = tx.AddSale(c.cid, &c.row)
 				return err
 			}))
 			require.True(t, added)
@@ -257,7 +257,7 @@ func TestDamagedSaleRecordIsAnError(t *testing.T) {
 	t.Run("page read", func(t *testing.T) {
 		ctx := context.Background()
 		s := mustOpen(t)
-		require.NoError(t, s.Update(ctx, func(tx *Tx) error { _, err := tx.AddSale(c.cid, &c.row); return err }))
+		require.NoError(t, s.Update(ctx, func(tx *Tx) error { _, _, err := tx.AddSale(c.cid, &c.row); return err }))
 		require.NoError(t, s.db.Update(func(txn *badger.Txn) error { return txn.Set(append(salesPrefix(c.cid), suf...), rec[:10]) }))
 		_, err := s.Sales(ctx, c.cid, "", 10)
 		require.Error(t, err)
@@ -281,7 +281,7 @@ func TestSalesPageVersionAndCache(t *testing.T) {
 		var added bool
 		require.NoError(t, s.Update(ctx, func(tx *Tx) error {
 			var err error
-			added, err = tx.AddSale(evmCID, r)
+			_, added, err = tx.AddSale(evmCID, r)
 			return err
 		}))
 		return added
@@ -336,7 +336,7 @@ func TestSalesDigest(t *testing.T) {
 		for i := 0; i < len(rows); i += perTx {
 			require.NoError(t, s.Update(ctx, func(tx *Tx) error {
 				for j := i; j < min(i+perTx, len(rows)); j++ {
-					if _, err := tx.AddSale(rows[j].CollectionID, &rows[j]); err != nil {
+					if _, _, err := tx.AddSale(rows[j].CollectionID, &rows[j]); err != nil {
 						return err
 					}
 				}

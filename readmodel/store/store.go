@@ -914,22 +914,14 @@ func (s *Store) readPage(prefix, pos []byte, limit int, salesOf string) (render.
 				if err != nil {
 					return err
 				}
-				if err := si.Value(func(v []byte) error {
-					if len(v) >= 8 {
-						// Copied (filled copies only what has a USD slot):
-						// v is Badger's until the read ends.
-						if render.NextUSDSlot(v[8:]) < 0 {
-							v = append([]byte(nil), v...)
-						}
-						item, head = filled(v[8:], q), append(saleHead[:0], v[:8]...)
-					}
-					return nil
-				}); err != nil {
+				v, err := si.ValueCopy(nil)
+				if err != nil {
 					return err
 				}
-				if item == nil {
+				if len(v) < 8 {
 					continue
 				}
+				item, head = filled(v[8:], q), v[:8]
 			}
 			page.Items = append(page.Items, item)
 			last = append(last[:0], k...)

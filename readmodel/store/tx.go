@@ -633,14 +633,21 @@ func orderedFloat(f float64) uint64 {
 // about 10^-10.
 
 // salesPrefix is the prefix of collection cid's sale records.
-func salesPrefix(cid string) []byte { return collectionHashed(pSale, cid) }
+func salesPrefix(cid string) []byte { return collectionHashed(pSale, collectionHash(cid)) }
 
 // saleDedupePrefix is the prefix of collection cid's dedupe entries.
-func saleDedupePrefix(cid string) []byte { return collectionHashed(pSaleKey, cid) }
+func saleDedupePrefix(cid string) []byte { return collectionHashed(pSaleKey, collectionHash(cid)) }
 
-func collectionHashed(prefix []byte, cid string) []byte {
+// collectionHash is the collection hash of id cid.
+func collectionHash(cid string) [8]byte {
 	h := sha256.Sum256([]byte(cid))
-	return append(append(make([]byte, 0, len(prefix)+8+saleSuffixLen), prefix...), h[:8]...)
+	return [8]byte(h[:8])
+}
+
+// collectionHashed is prefix, then collection hash h, with room for a sale
+// key's suffix.
+func collectionHashed(prefix []byte, h [8]byte) []byte {
+	return append(append(make([]byte, 0, len(prefix)+8+saleSuffixLen), prefix...), h[:]...)
 }
 
 func saleSuffix(row *readmodel.SaleRow) []byte {
@@ -654,7 +661,8 @@ func saleSuffix(row *readmodel.SaleRow) []byte {
 }
 
 // AddSale indexes sale row row of cid, unless the same sale (SaleKey) is
-// already indexed; it reports whether it added. The sale is stored as a
+// already indexed; it reports whether it added, and names the sale for
+// its change-feed event (NewEvent.Sale). The sale is stored as a
 // record (salerec.go) that pages render on read, so row's price must be
 // one render.SaleItem interprets (the projector drops the others). The
 // dedupe entry (i/sk/<collection hash><SaleKey hash>) has an empty value:
@@ -666,8 +674,11 @@ func saleSuffix(row *readmodel.SaleRow) []byte {
 // sales are then checked against those this transaction added. At
 // 100,000 collections those reads were about half of AddSale's CPU while
 // the first cycle's 3.5 million sales were applied.
-func (t *Tx) AddSale(cid string, row *readmodel.SaleRow) (bool, error) {
+func (t *Tx) AddSale(cid string, row *readmodel.SaleRow) (SaleRef, bool, error) {
 	suf := saleSuffix(row)
+	var ref SaleRef
+	copy(ref.suf[:], suf)
+	ch := collectionHash(cid) // both keys start with it
 	var h [8]byte
 	copy(h[:], suf[8:])
 	added, seen := t.newSales[cid]
@@ -675,8 +686,8 @@ func (t *Tx) AddSale(cid string, row *readmodel.SaleRow) (bool, error) {
 		committed := t.s.hasSales(cid)
 		if !committed {
 			var err error
-			if committed, err = t.committed(saleDedupePrefix(cid)); err != nil {
-				return false, err
+			if committed, err = t.committed(collectionHashed(pSaleKey, ch)); err != nil {
+				return ref, false, err
 			}
 		}
 		if !committed {
@@ -687,23 +698,23 @@ func (t *Tx) AddSale(cid string, row *readmodel.SaleRow) (bool, error) {
 		}
 		t.newSales[cid] = added
 	}
-	dk := append(saleDedupePrefix(cid), suf[8:]...)
+	dk := append(collectionHashed(pSaleKey, ch), suf[8:]...)
 	if added != nil {
 		if _, dup := added[h]; dup {
-			return false, nil
+			return ref, false, nil
 		}
 		added[h] = struct{}{}
 	} else if _, ok, err := t.getRaw(dk); err != nil {
-		return false, err
+		return ref, false, err
 	} else if ok {
-		return false, nil
+		return ref, false, nil
 	}
-	sk, sv := append(salesPrefix(cid), suf...), encodeSale(cid, suf, row)
+	sk, sv := append(collectionHashed(pSale, ch), suf...), encodeSale(cid, suf, row)
 	t.set(dk, nil)
 	t.set(sk, sv)
 	t.salesBytes += int64(len(dk) + len(sk) + len(sv))
 	t.sales = append(t.sales, cid)
-	return true, t.err
+	return ref, true, t.err
 }
 
 // SetDeadline records when cid's listing snapshot next changes by the clock
