@@ -1,6 +1,9 @@
 package projector
 
 import (
+	"slices"
+	"time"
+
 	"github.com/marketd/marketd/readmodel"
 	"github.com/marketd/marketd/readmodel/render"
 )
@@ -50,10 +53,10 @@ func (a *applier) renderListings(cid string, doc *readmodel.CollectionDoc, parts
 		royalty = doc.RoyaltyBps
 	}
 	if parts&partListings != 0 {
-		v := render.ListingsView{
+		v := render.ListingsRecord{
 			Version:       a.ver(),
-			Items:         make([][]byte, 0, len(snap.Rows)),
-			ExpiresAt:     make([]int64, 0, len(snap.Rows)),
+			Rows:          snap.Rows,
+			RoyaltyBps:    royalty,
 			StaleSources:  snap.StaleSources,
 			AllFailed:     snap.AllFailed,
 			Listed:        snap.Listed,
@@ -62,20 +65,7 @@ func (a *applier) renderListings(cid string, doc *readmodel.CollectionDoc, parts
 		if v.AsOf, err = a.freshness(cid, listingSources(doc)...); err != nil {
 			return err
 		}
-		for i := range snap.Rows {
-			r := &snap.Rows[i]
-			b, ok := render.ListingRowJSON(r, royalty, nil, a.now)
-			if !ok {
-				v.Listed--
-				continue
-			}
-			var exp int64
-			if r.ExpiresAt != nil {
-				exp = r.ExpiresAt.UnixMilli()
-			}
-			v.Items = append(v.Items, tmpl(b))
-			v.ExpiresAt = append(v.ExpiresAt, exp)
-		}
+		v.Rows = datedRows(v.Rows, a.now)
 		a.tx.PutListings(cid, v)
 		a.tx.SetDeadline(cid, snap.Deadline)
 	}
@@ -83,4 +73,24 @@ func (a *applier) renderListings(cid string, doc *readmodel.CollectionDoc, parts
 		return nil
 	}
 	return a.renderFloor(cid, doc, snap)
+}
+
+// datedRows returns rows with now as the timestamp of each row that has
+// none (ListingRowJSON's observedAt), so that a stored listing snapshot
+// renders alone: rows itself when every row has one, else a copy (rows
+// may be the transaction's inputs).
+func datedRows(rows []readmodel.ListingRow, now time.Time) []readmodel.ListingRow {
+	for i := range rows {
+		if !rows[i].Timestamp.IsZero() {
+			continue
+		}
+		out := slices.Clone(rows)
+		for j := i; j < len(out); j++ {
+			if out[j].Timestamp.IsZero() {
+				out[j].Timestamp = now
+			}
+		}
+		return out
+	}
+	return rows
 }

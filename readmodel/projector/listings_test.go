@@ -147,6 +147,35 @@ func TestListingsItemShape(t *testing.T) {
 	assert.Regexp(t, `^\{"chain":"solana","contractAddress":null,"tokenId":null,"mint":`, string(v.Items[0]), "SPEC field order")
 }
 
+// TestListingsRenderedFromTheirRows: a listing snapshot is stored as its
+// rows and rendered on read, and still renders as projected: a row
+// without a timestamp of its own is dated when its source was read (the
+// message's observation time), not when the snapshot is read, and the
+// royalty fee is the collection's as of projection.
+func TestListingsRenderedFromTheirRows(t *testing.T) {
+	e := mustEnv(t)
+	cid, contract := "ethereum_0xabc", "0xabc"
+	doc := evmDoc(cid, readmodel.Ethereum, contract)
+	doc.RoyaltyBps = i64(500)
+	undated := evmRow(cid, contract, "1", "1000000000000000000", "NATIVE", "o1")
+	undated.Timestamp = time.Time{}
+	dated := evmRow(cid, contract, "2", "2000000000000000000", "NATIVE", "o2")
+	e.run(docMsg(doc), listingsMsg(readmodel.SourceOrderBook, cid, undated, dated))
+	e.setNow(t0.Add(time.Hour)) // a read later renders the same items
+
+	v, err := e.st.Listings(context.Background(), cid, 0)
+	require.NoError(t, err)
+	require.Len(t, v.Items, 2)
+	first, second := jsonMap(t, v.Items[0]), jsonMap(t, v.Items[1])
+	assert.Equal(t, readmodel.FormatTime(t0), first["timestamp"], "an undated row is dated when it was observed")
+	assert.Equal(t, readmodel.FormatTime(t0.Add(-time.Hour)), second["timestamp"])
+	fees := first["fees"].([]any)
+	require.Len(t, fees, 2)
+	assert.Equal(t, map[string]any{"kind": "royalty", "bps": 500.0,
+		"amount": map[string]any{"raw": "50000000000000000", "decimal": 0.05, "currency": "ETH", "usd": nil}}, fees[1])
+	assert.Equal(t, 2, v.Listed)
+}
+
 func TestListingsCappedAt250(t *testing.T) {
 	e := mustEnv(t)
 	var rows []readmodel.ListingRow

@@ -177,6 +177,65 @@ func appendFees(b []byte, f *Fees) ([]byte, bool) {
 // MarketItem followed by its fees and buyerPrice. ok is false when the
 // row's price cannot be interpreted.
 func ListingRowJSON(r *readmodel.ListingRow, royaltyBps *int64, usd *float64, observedAt time.Time) ([]byte, bool) {
+	return appendListingRow(make([]byte, 0, 1024), r, royaltyBps, usd, observedAt)
+}
+
+// AppendListingRow appends listing row r to dst as ListingRowJSON renders
+// it with a nil rate, its usd values as q fills the slots TemplateUSD puts
+// there: what AppendUSD(dst, TemplateUSD(ListingRowJSON(r, royaltyBps,
+// nil, time.Time{})), q) appends. The store renders listing snapshots
+// from their rows with it, filling the usd directly as AppendSaleItem
+// does. ok is false, and dst returned as it was, when the row's price
+// cannot be interpreted.
+func AppendListingRow(dst []byte, r *readmodel.ListingRow, royaltyBps *int64, q *USDQuote) ([]byte, bool) {
+	it, ok := ListingItem(r, nil, time.Time{})
+	if !ok {
+		return dst, false
+	}
+	f, ok := FeesOf(r.Chain, r, royaltyBps, nil)
+	if !ok {
+		return dst, false
+	}
+	it.Price.USD = q.slotValue(&it.Price)
+	for i := range f.List {
+		if f.List[i].Known {
+			f.List[i].Amount.USD = q.slotValue(&f.List[i].Amount)
+		}
+	}
+	if f.BuyerKnown {
+		f.Buyer.USD = q.slotValue(&f.Buyer)
+	}
+	start := len(dst)
+	if b, ok := appendListingParts(dst, &it, &f); ok {
+		return b, true
+	}
+	// Only a price that does not encode gets here: the way the projector
+	// rendered it, then filled.
+	raw, ok := ListingRowJSON(r, royaltyBps, nil, time.Time{})
+	if !ok {
+		return dst[:start], false
+	}
+	return AppendUSD(dst[:start], TemplateUSD(raw), q), true
+}
+
+// appendListingParts appends item it followed by its fees f as one
+// object; when ok is false what it appended is garbage.
+func appendListingParts(dst []byte, it *readmodel.MarketItem, f *Fees) ([]byte, bool) {
+	start := len(dst)
+	b, ok := appendItem(dst, it)
+	if !ok || len(b)-start < 2 {
+		return nil, false
+	}
+	b = append(b[:len(b)-1], ',')
+	if b, ok = appendFees(b, f); !ok {
+		return nil, false
+	}
+	return append(b, '}'), true
+}
+
+// appendListingRow appends ListingRowJSON's body to dst; when ok is false
+// what it appended is garbage.
+func appendListingRow(dst []byte, r *readmodel.ListingRow, royaltyBps *int64, usd *float64, observedAt time.Time) ([]byte, bool) {
 	it, ok := ListingItem(r, usd, observedAt)
 	if !ok {
 		return nil, false
@@ -185,13 +244,5 @@ func ListingRowJSON(r *readmodel.ListingRow, royaltyBps *int64, usd *float64, ob
 	if !ok {
 		return nil, false
 	}
-	b, ok := appendItem(make([]byte, 0, 1024), &it)
-	if !ok || len(b) < 2 {
-		return nil, false
-	}
-	b = append(b[:len(b)-1], ',')
-	if b, ok = appendFees(b, &f); !ok {
-		return nil, false
-	}
-	return append(b, '}'), true
+	return appendListingParts(dst, &it, &f)
 }

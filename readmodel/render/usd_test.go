@@ -5,6 +5,7 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/marketd/marketd/readmodel"
 	"github.com/stretchr/testify/assert"
@@ -128,4 +129,44 @@ func TestAppendSaleItemMatchesTemplateAndFill(t *testing.T) {
 	}
 	_, ok := AppendSaleItem(nil, &readmodel.SaleRow{Chain: readmodel.Base, PriceRaw: "x"}, nil)
 	assert.False(t, ok, "a price that does not parse")
+}
+
+// AppendListingRow fills the usd values the way the slots of the
+// projector's templated rendering are filled: listing snapshots rendered
+// on read serve what was served when they were stored as JSON.
+func TestAppendListingRowMatchesTemplateAndFill(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	rates := []float64{1, 0.5, 3123.456789, 187.21, 1e-9, 123456789.123, 2.5e21, 1e300}
+	at := time.Date(2026, 11, 27, 4, 0, 0, 0, time.UTC)
+	for n := 0; n < 5000; n++ {
+		c := readmodel.Chains[rng.IntN(len(readmodel.Chains))]
+		raw := new(big.Int).SetUint64(rng.Uint64() >> rng.IntN(64))
+		raw.Mul(raw, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(rng.IntN(40))), nil))
+		r := readmodel.ListingRow{Chain: c, CollectionID: "c", ContractAddress: "0xab", TokenID: "1", PriceRaw: raw.String(),
+			Marketplace: "NATIVE", Seller: `0xab","usd":null`, Status: readmodel.StatusActive, Timestamp: at, OrderID: "o"}
+		if n%2 == 0 {
+			r.Marketplace = "OPENSEA"
+		}
+		var royalty *int64
+		if n%3 != 0 {
+			royalty = new(int64)
+			*royalty = int64(rng.IntN(1000))
+		}
+		b, ok := ListingRowJSON(&r, royalty, nil, time.Time{})
+		require.True(t, ok)
+		rate := rates[rng.IntN(len(rates))] * (1 + rng.Float64())
+		for _, q := range []*USDQuote{
+			nil,
+			NewUSDQuote(readmodel.USDRates{c.Currency(): rate}, true),
+			NewUSDQuote(readmodel.USDRates{c.Currency(): rate}, false),
+			NewUSDQuote(readmodel.USDRates{"ETH": rate, "SOL": rate / 10}, true),
+		} {
+			got, ok := AppendListingRow([]byte("prefix"), &r, royalty, q)
+			require.True(t, ok)
+			require.Equal(t, "prefix"+string(AppendUSD(nil, TemplateUSD(b), q)), string(got), "chain %s raw %s rate %v", c, raw, rate)
+		}
+	}
+	got, ok := AppendListingRow([]byte("prefix"), &readmodel.ListingRow{Chain: readmodel.Base, PriceRaw: "x"}, nil, nil)
+	assert.False(t, ok, "a price that does not parse")
+	assert.Equal(t, "prefix", string(got))
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/marketd/marketd/readmodel"
 	"github.com/marketd/marketd/readmodel/render"
 )
 
@@ -25,19 +26,47 @@ func BenchmarkRenderToken(b *testing.B) {
 	}
 }
 
-// BenchmarkEncodeListings measures encoding a listing snapshot of 100
-// items for the store, what every listings render pays once.
-func BenchmarkEncodeListings(b *testing.B) {
-	v := render.ListingsView{Version: 7, Listed: 100}
+// listingsRecord100 is a listing snapshot of 100 rows of one collection.
+func listingsRecord100() render.ListingsRecord {
+	royalty := int64(500)
+	v := render.ListingsRecord{Version: 7, Listed: 100, RoyaltyBps: &royalty}
 	for i := range 100 {
-		item := fmt.Sprintf(`{"chain":"ethereum","contractAddress":"0x51e88f7b90ee7382105217d72efb3a216c78e75e","tokenId":"%d","price":{"raw":"%d000000000000000","decimal":"0.%d"},"marketplace":"NATIVE","orderId":"ethereum_0x51e88f7b90ee7382105217d72efb3a216c78e75e_%d_1795348711000","timestamp":"2026-11-22T11:58:31Z"}`, i, 1000+i, 1000+i, i)
-		v.Items = append(v.Items, []byte(item))
-		v.ExpiresAt = append(v.ExpiresAt, int64(1795348711000+i))
+		r := *sampleListing()
+		r.TokenID = fmt.Sprint(1000 + i)
+		r.PriceRaw = fmt.Sprintf("%d000000000000000", 1000+i)
+		r.Seller = fmt.Sprintf("0x93066daaaef549e37277f48e18b57c0ffffa%04x", i)
+		r.OrderID = fmt.Sprintf("%s_%d_1795591471000", sampleCID, 1000+i)
+		v.Rows = append(v.Rows, r)
 	}
+	return v
+}
+
+// BenchmarkEncodeListings measures encoding a listing snapshot of 100
+// rows for the store, what every listings render pays once.
+func BenchmarkEncodeListings(b *testing.B) {
+	v := listingsRecord100()
 	b.ReportAllocs()
 	for b.Loop() {
 		if len(encodeListings(v)) == 0 {
 			b.Fatal("empty")
+		}
+	}
+}
+
+// BenchmarkRenderListings measures decoding a stored listing snapshot of
+// 100 rows and rendering its items with USD values, what a listings read
+// that misses the cache pays.
+func BenchmarkRenderListings(b *testing.B) {
+	raw := encodeListings(listingsRecord100())
+	q := render.NewUSDQuote(readmodel.USDRates{"ETH": 3000}, true)
+	b.ReportAllocs()
+	for b.Loop() {
+		rec, ok := decodeListings(raw)
+		if !ok {
+			b.Fatal("corrupt")
+		}
+		if v := rec.View(q); len(v.Items) != 100 {
+			b.Fatalf("%d items", len(v.Items))
 		}
 	}
 }

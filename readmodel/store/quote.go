@@ -68,20 +68,3 @@ func filledTimed(tb render.TimedBody, q *render.USDQuote) render.TimedBody {
 	tb.Head, tb.Tail = filled(tb.Head, q), filled(tb.Tail, q)
 	return tb
 }
-
-// fillItems returns items with their USD slots filled from q: items itself
-// when none has a slot, else a new slice.
-func fillItems(items [][]byte, q *render.USDQuote) [][]byte {
-	for i, it := range items {
-		if render.NextUSDSlot(it) < 0 {
-			continue
-		}
-		out := make([][]byte, len(items))
-		copy(out, items[:i])
-		for j := i; j < len(items); j++ {
-			out[j] = filled(items[j], q)
-		}
-		return out
-	}
-	return items
-}

@@ -44,7 +44,7 @@ func BenchmarkReadListings(b *testing.B) {
 	ctx, s := context.Background(), benchStore(b)
 	const id = "polygon_0x8c995e126d179f00d3423c40045c2e2d614cd083"
 	require.NoError(b, s.Update(ctx, func(tx *Tx) error {
-		tx.PutListings(id, render.ListingsView{Version: 1, Items: [][]byte{[]byte(`{}`)}, ExpiresAt: []int64{0}})
+		tx.PutListings(id, render.ListingsRecord{Version: 1, Rows: []readmodel.ListingRow{*sampleListing()}, Listed: 1})
 		return nil
 	}))
 	_, err := s.Listings(ctx, id, 0)

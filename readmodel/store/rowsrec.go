@@ -34,11 +34,15 @@ var errCorruptRows = corruptRecord("listing rows record")
 
 // encodeRows encodes rows observed at observedAt.
 func encodeRows(observedAt time.Time, rows []readmodel.ListingRow) []byte {
+	return appendRows(make([]byte, 0, 64+96*len(rows)), observedAt, rows)
+}
+
+// appendRows appends the rows record of rows observed at observedAt to b.
+func appendRows(b []byte, observedAt time.Time, rows []readmodel.ListingRow) []byte {
 	var ref readmodel.TokenDoc
 	if len(rows) > 0 {
 		ref.Chain, ref.ContractAddress, ref.CollectionID = rows[0].Chain, rows[0].ContractAddress, rows[0].CollectionID
 	}
-	b := make([]byte, 0, 64+96*len(rows))
 	b = append(b, rowsRecord)
 	b = appendTime(b, &observedAt)
 	b = appendStr(b, string(ref.Chain), "")

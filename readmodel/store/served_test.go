@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/marketd/marketd/readmodel"
 	"github.com/marketd/marketd/readmodel/render"
 )
 
@@ -19,12 +20,14 @@ func TestSupersededKeptOnlyWhenServed(t *testing.T) {
 	dir := t.TempDir()
 	s, err := Open(ctx, dir, Options{MemTableSize: 8 << 20})
 	require.NoError(t, err)
-	put := func(s *Store, cid, item string) uint64 {
+	put := func(s *Store, cid, token string) uint64 {
 		t.Helper()
 		var v uint64
 		require.NoError(t, s.Update(ctx, func(tx *Tx) error {
 			v = tx.NextVersion()
-			tx.PutListings(cid, render.ListingsView{Version: v, Items: [][]byte{[]byte(item)}, ExpiresAt: []int64{0}})
+			row := *sampleListing()
+			row.TokenID = token
+			tx.PutListings(cid, render.ListingsRecord{Version: v, Rows: []readmodel.ListingRow{row}, Listed: 1})
 			return nil
 		}))
 		return v
@@ -41,13 +44,13 @@ func TestSupersededKeptOnlyWhenServed(t *testing.T) {
 		return ok
 	}
 
-	read1 := put(s, "read", `{"a":1}`)
-	unread1 := put(s, "unread", `{"a":1}`)
+	read1 := put(s, "read", "1")
+	unread1 := put(s, "unread", "1")
 	cur, err := s.Listings(ctx, "read", 0)
 	require.NoError(t, err)
 	require.Equal(t, read1, cur.Version)
-	put(s, "read", `{"a":2}`)
-	unread2 := put(s, "unread", `{"a":2}`)
+	put(s, "read", "2")
+	unread2 := put(s, "unread", "2")
 	assert.True(t, superseded(s, "read", read1), "a snapshot served is kept when superseded")
 	assert.False(t, superseded(s, "unread", unread1), "a snapshot nobody read is not copied")
 	old, err := s.Listings(ctx, "read", read1)
@@ -61,10 +64,10 @@ func TestSupersededKeptOnlyWhenServed(t *testing.T) {
 	s, err = Open(ctx, dir, Options{MemTableSize: 8 << 20})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close(ctx) })
-	put(s, "unread", `{"a":3}`)
+	put(s, "unread", "3")
 	assert.True(t, superseded(s, "unread", unread2), "a snapshot from before the store opened counts as served")
-	after := put(s, "unread", `{"a":4}`)
-	put(s, "unread", `{"a":5}`)
+	after := put(s, "unread", "4")
+	put(s, "unread", "5")
 	assert.False(t, superseded(s, "unread", after), "one written and superseded since, unread, is not")
 }
 

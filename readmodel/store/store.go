@@ -361,7 +361,8 @@ func gcPause(took time.Duration, share float64) time.Duration {
 //	19: sale keys name their collection by a hash of its id
 //	20: a collection's summary is stored once (v/bi/), its browse entries
 //	   hold its content hash
-const Schema = "20"
+//	21: listing snapshots hold their rows (rows records), rendered on read
+const Schema = "21"
 
 // schema is what the store records: Schema and a fingerprint of the
 // record's field lists (readmodel.TokenDoc's, ListingRow's and SaleRow's
@@ -711,9 +712,8 @@ func (s *Store) Listings(ctx context.Context, id string, version uint64) (render
 			return render.ListingsView{}, err
 		}
 		if found {
-			if v, good := decodeListings(b); good {
-				q := s.USD()
-				v.Items, v.USD = fillItems(v.Items, q), q.Version
+			if rec, good := decodeListings(b); good {
+				v := rec.View(s.USD())
 				s.cache.put(k, v, gen)
 				return s.servedView(id, v), nil
 			}
@@ -733,12 +733,11 @@ func (s *Store) Listings(ctx context.Context, id string, version uint64) (render
 	if !ok {
 		return render.ListingsView{}, nil
 	}
-	v, ok := decodeListings(b)
+	rec, ok := decodeListings(b)
 	if !ok {
 		return render.ListingsView{}, readmodel.Errorf(readmodel.Internal, "corrupt listings view")
 	}
-	q := s.USD()
-	v.Items, v.USD = fillItems(v.Items, q), q.Version
+	v := rec.View(s.USD())
 	s.cache.put(k, v, gen)
 	return s.servedView(id, v), nil
 }

@@ -26,8 +26,11 @@ func mustOpen(t *testing.T) *Store {
 
 func TestCodecsRoundTripAndRejectGarbage(t *testing.T) {
 	after := time.Date(2026, 9, 1, 12, 30, 0, 0, time.UTC)
-	lv := render.ListingsView{Version: 7, Items: [][]byte{[]byte(`{"a":1}`), []byte(`{"b":2}`)}, ExpiresAt: []int64{0, 99},
-		StaleSources: []readmodel.Source{readmodel.SourceOrderBook}, AllFailed: true}
+	royalty := int64(250)
+	second := *sampleListing()
+	second.TokenID, second.ExpiresAt, second.OrderID = "7", nil, sampleCID+"_7_1795591471000"
+	lv := render.ListingsRecord{Version: 7, Rows: []readmodel.ListingRow{*sampleListing(), second}, RoyaltyBps: &royalty,
+		StaleSources: []readmodel.Source{readmodel.SourceOrderBook}, AllFailed: true, Listed: 3, BeyondExpires: []int64{99}}
 	fv := render.FloorView{Version: 3, Body: render.TimedBody{Head: []byte(`{"x":"`), Tail: []byte(`"}`), Timed: true},
 		FallbackAfter: after, Fallback: render.TimedBody{Head: []byte(`{}`)}}
 	cv := render.CollectionView{ID: "id", Chain: readmodel.Base, HasContract: true, Version: 9, Detail: []byte(`{}`)}

@@ -429,7 +429,7 @@ func (t *Tx) DeleteFloor(cid string) { t.delView(key(pFloor, cid)) }
 // PutListings writes cid's current listing snapshot and keeps the one it
 // supersedes readable by version for Options.ListingsRetention, when the
 // store served it (served.go): no cursor can name one it did not.
-func (t *Tx) PutListings(cid string, v render.ListingsView) {
+func (t *Tx) PutListings(cid string, v render.ListingsRecord) {
 	old, unchanged := t.viewIfChanged(key(pListings, cid), encodeListings(v))
 	if !unchanged && len(old) >= 8 && !t.s.opts.NoSuperseded && t.s.served.served(cid, binary.BigEndian.Uint64(old[:8])) {
 		ok := key(pOldListings, cid, string(old[:8]))
