@@ -30,9 +30,8 @@ type ListingsRecord struct {
 
 // View renders r under quote q: each row as AppendListingRow renders it
 // (its MarketItem with fees and buyerPrice, usd values from q), and its
-// expiry. A row whose price cannot be
-// interpreted is left out and not counted in Listed. The items share one
-// allocation, and none with r.
+// expiry. A row whose price cannot be interpreted is left out and not
+// counted in Listed. The items share one allocation, and none with r.
 func (r ListingsRecord) View(q *USDQuote) ListingsView {
 	v := ListingsView{
 		Version:       r.Version,
