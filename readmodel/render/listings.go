@@ -1,6 +1,10 @@
 package render
 
-import "github.com/marketd/marketd/readmodel"
+import (
+	"sync"
+
+	"github.com/marketd/marketd/readmodel"
+)
 
 // ListingsRecord is a collection's listing snapshot as the projector
 // stores it: the rows it serves, not their JSON. A row renders to about
@@ -46,7 +50,9 @@ func (r ListingsRecord) View(q *USDQuote) ListingsView {
 	if q != nil {
 		v.USD = q.Version
 	}
-	out := make([]byte, 0, 1024*len(r.Rows))
+	bp := viewBufs.Get().(*[]byte)
+	defer viewBufs.Put(bp)
+	out := (*bp)[:0]
 	ends := make([]int, 0, len(r.Rows))
 	for i := range r.Rows {
 		row := &r.Rows[i]
@@ -62,10 +68,17 @@ func (r ListingsRecord) View(q *USDQuote) ListingsView {
 		}
 		v.ExpiresAt = append(v.ExpiresAt, exp)
 	}
+	*bp = out
+	// The items are copied out of the work buffer into one exact
+	// allocation: the store's cache counts a view by its items' bytes.
+	items := append([]byte(nil), out...)
 	start := 0
 	for _, end := range ends {
-		v.Items = append(v.Items, out[start:end:end])
+		v.Items = append(v.Items, items[start:end:end])
 		start = end
 	}
 	return v
 }
+
+// viewBufs holds View's work buffers.
+var viewBufs = sync.Pool{New: func() any { return new([]byte) }}
