@@ -177,7 +177,15 @@ func appendFees(b []byte, f *Fees) ([]byte, bool) {
 // MarketItem followed by its fees and buyerPrice. ok is false when the
 // row's price cannot be interpreted.
 func ListingRowJSON(r *readmodel.ListingRow, royaltyBps *int64, usd *float64, observedAt time.Time) ([]byte, bool) {
-	return appendListingRow(make([]byte, 0, 1024), r, royaltyBps, usd, observedAt)
+	it, ok := ListingItem(r, usd, observedAt)
+	if !ok {
+		return nil, false
+	}
+	f, ok := FeesOf(r.Chain, r, royaltyBps, usd)
+	if !ok {
+		return nil, false
+	}
+	return appendListingParts(make([]byte, 0, 1024), &it, &f)
 }
 
 // AppendListingRow appends listing row r to dst as ListingRowJSON renders
@@ -185,8 +193,9 @@ func ListingRowJSON(r *readmodel.ListingRow, royaltyBps *int64, usd *float64, ob
 // there: what AppendUSD(dst, TemplateUSD(ListingRowJSON(r, royaltyBps,
 // nil, time.Time{})), q) appends. The store renders listing snapshots
 // from their rows with it, filling the usd directly as AppendSaleItem
-// does. ok is false, and dst returned as it was, when the row's price
-// cannot be interpreted.
+// does; the usd values differ from ListingRowJSON's only in being
+// finite numbers or null, so the two render the same rows. ok is false,
+// and dst returned as it was, when the row's price cannot be interpreted.
 func AppendListingRow(dst []byte, r *readmodel.ListingRow, royaltyBps *int64, q *USDQuote) ([]byte, bool) {
 	it, ok := ListingItem(r, nil, time.Time{})
 	if !ok {
@@ -205,17 +214,10 @@ func AppendListingRow(dst []byte, r *readmodel.ListingRow, royaltyBps *int64, q 
 	if f.BuyerKnown {
 		f.Buyer.USD = q.slotValue(&f.Buyer)
 	}
-	start := len(dst)
 	if b, ok := appendListingParts(dst, &it, &f); ok {
 		return b, true
 	}
-	// Only a price that does not encode gets here: the way the projector
-	// rendered it, then filled.
-	raw, ok := ListingRowJSON(r, royaltyBps, nil, time.Time{})
-	if !ok {
-		return dst[:start], false
-	}
-	return AppendUSD(dst[:start], TemplateUSD(raw), q), true
+	return dst, false
 }
 
 // appendListingParts appends item it followed by its fees f as one
@@ -231,18 +233,4 @@ func appendListingParts(dst []byte, it *readmodel.MarketItem, f *Fees) ([]byte, 
 		return nil, false
 	}
 	return append(b, '}'), true
-}
-
-// appendListingRow appends ListingRowJSON's body to dst; when ok is false
-// what it appended is garbage.
-func appendListingRow(dst []byte, r *readmodel.ListingRow, royaltyBps *int64, usd *float64, observedAt time.Time) ([]byte, bool) {
-	it, ok := ListingItem(r, usd, observedAt)
-	if !ok {
-		return nil, false
-	}
-	f, ok := FeesOf(r.Chain, r, royaltyBps, usd)
-	if !ok {
-		return nil, false
-	}
-	return appendListingParts(dst, &it, &f)
 }
