@@ -389,10 +389,42 @@ func (p *Projector) startIter(ctx context.Context, i int) error {
 }
 
 // consume is the background loop of stream i.
+//
+// Like drain, it decodes one batch ahead: while a batch is applied, the
+// next one, already fetched, is decoded on another goroutine. Batches are
+// still applied one at a time and in order. A batch decoded ahead is
+// applied before the loop waits for the stream (a fetch that times out)
+// or restarts its consumer, and dropped when an apply fails: the new
+// consumer starts after the applied position, so it is delivered again.
 func (p *Projector) consume(ctx context.Context, i int) {
 	defer p.wg.Done()
 	log := p.log.With().Str("stream", streamNames[i]).Logger()
 	idle := 0
+	var ahead *decodeJob
+	defer func() {
+		if ahead != nil {
+			ahead.wait() // Close waits for every goroutine of the loop
+		}
+	}()
+	// settle applies the batch decoded ahead, if any. When that fails it
+	// stops the iterator it (so the loop re-consumes from the applied
+	// position) and reports false.
+	settle := func(it jetstream.MessagesContext) bool {
+		if ahead == nil {
+			return true
+		}
+		ds := ahead.wait()
+		ahead = nil
+		err := p.guarded("apply", func() error { _, err := p.applyDecoded(ctx, i, ds); return err })
+		if err == nil || ctx.Err() != nil {
+			return err == nil
+		}
+		p.damaged(err)
+		log.Error().Err(err).Msg("apply failed; re-consuming from the applied position")
+		p.dropIter(i, it)
+		sleep(ctx, time.Second)
+		return false
+	}
 	for ctx.Err() == nil {
 		p.applyMu.Lock()
 		it := p.iters[i]
@@ -404,10 +436,21 @@ func (p *Projector) consume(ctx context.Context, i int) {
 			}
 			continue
 		}
-		m, err := it.Next(jetstream.NextMaxWait(time.Second))
+		wait := time.Second
+		if ahead != nil {
+			// Something is decoded and waiting: apply it unless the
+			// next batch is already here.
+			wait = batchWait
+		}
+		m, err := it.Next(jetstream.NextMaxWait(wait))
 		if err != nil {
 			if ctx.Err() != nil {
 				continue
+			}
+			if ahead != nil {
+				if !settle(it) || errors.Is(err, nats.ErrTimeout) {
+					continue // not idle: it was applying
+				}
 			}
 			if errors.Is(err, nats.ErrTimeout) {
 				// Watchdog: an idle consumer while the stream holds more than
@@ -431,27 +474,25 @@ func (p *Projector) consume(ctx context.Context, i int) {
 				continue
 			}
 			log.Warn().Err(err).Msg("consumer failed; restarting after the applied position")
-			p.applyMu.Lock()
-			if p.iters[i] == it {
-				it.Stop()
-				p.iters[i] = nil
-			}
-			p.applyMu.Unlock()
+			p.dropIter(i, it)
 			sleep(ctx, 200*time.Millisecond)
 			continue
 		}
 		idle = 0
-		if err := p.guarded("apply", func() error { _, err := p.handle(ctx, i, it, m); return err }); err != nil && ctx.Err() == nil {
-			p.damaged(err)
-			log.Error().Err(err).Msg("apply failed; re-consuming from the applied position")
-			p.applyMu.Lock()
-			if p.iters[i] == it {
-				it.Stop()
-				p.iters[i] = nil
+		batch, err := gather(it, m)
+		if err != nil {
+			if settle(it) {
+				log.Warn().Err(err).Msg("consumer failed; restarting after the applied position")
+				p.dropIter(i, it)
+				sleep(ctx, 200*time.Millisecond)
 			}
-			p.applyMu.Unlock()
-			sleep(ctx, time.Second)
+			continue
 		}
+		next := p.decodeAhead(i, batch)
+		if !settle(it) {
+			continue // next is dropped: the new consumer delivers it again
+		}
+		ahead = next
 	}
 }
 
@@ -521,16 +562,6 @@ const (
 type delivered struct {
 	seq  uint64
 	data []byte
-}
-
-// handle applies m and whatever stream i's iterator already holds, and
-// returns how many messages it applied.
-func (p *Projector) handle(ctx context.Context, i int, it jetstream.MessagesContext, m jetstream.Msg) (int, error) {
-	batch, err := gather(it, m)
-	if err != nil {
-		return 0, err
-	}
-	return p.applyDecoded(ctx, i, p.decodeBatch(i, batch))
 }
 
 // gather returns m and whatever it already holds after it, up to

@@ -113,6 +113,32 @@ func TestOpenConsumesLiveAndWaitFor(t *testing.T) {
 	require.NoError(t, e.p.Close(ctx))
 }
 
+// TestOpenConsumesABacklogBatchByBatch: a node that starts behind a
+// stream holding many batches (the first cycle of a large market) applies
+// every one of them, in order, while it decodes the next ahead: the views
+// equal a synchronous apply of the same streams.
+func TestOpenConsumesABacklogBatchByBatch(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	e := mustEnv(t)
+	// The state stream keeps the second cycle (2,100 messages, 9 batches),
+	// the sales stream both (600).
+	msgs := append(cycle(300, 1), cycle(300, 2)...)
+	pos := e.publish(msgs...)
+	require.NoError(t, e.p.Open(ctx))
+	t.Cleanup(func() { _ = e.p.Close(context.Background()) })
+	require.NoError(t, e.p.WaitFor(ctx, pos))
+
+	refSt, refP := e.mustNode(t.TempDir())
+	_, err := refP.ApplyAvailable(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, digest(t, refSt), digest(t, e.st), "live consumption of a backlog equals a synchronous apply")
+	sales, err := e.st.Sales(ctx, "ethereum_0x0000", "", 10)
+	require.NoError(t, err)
+	assert.Len(t, sales.Items, 2, "the first batch's sale and the last's")
+	require.NoError(t, e.p.Close(ctx))
+}
+
 // TestStreamThatReissuedSequencesIsAppliedOverTheViews: a stream that
 // lost its tail (or was recreated) re-issues sequences below the applied
 // position. Its messages are applied again from its start over the views,
