@@ -3,7 +3,8 @@ package source
 import (
 	"context"
 	"net/url"
-	"sort"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/marketd/marketd/readmodel"
@@ -71,12 +72,62 @@ func (p MirrorTokens) Poll(ctx context.Context, req Request, sink Sink) (string,
 	return wm, nil
 }
 
-// tokensBuild normalizes one collection's tokens into its buckets.
+// tokensBuild normalizes one collection's tokens into its buckets, each
+// in TokenID order (ties in the upstream's order).
+//
+// Every token is copied once, into its bucket's exact-size array, in an
+// order sorted by index: a TokenDoc is a few hundred bytes, and sorting or
+// growing arrays of them was about half of this function's time (at
+// 100,000 collections, 3 of its 7.6 CPU-s in a 90-second profile of the
+// first cycle). A collection of one bucket (up to 128 tokens) whose tokens
+// come sorted is not copied at all.
 func tokensBuild(sink Sink, id string, g RowsGroup[normalize.RawToken], now time.Time) Built {
 	rejectAll(sink, g.Rejects)
-	docs := make([]readmodel.TokenDoc, 0, len(g.Rows))
-	for i := range g.Rows {
-		d, err := normalize.Token(g.Rows[i], now)
+	docs := normalizeTokens(sink, id, g.Rows, now)
+	nb := BucketCount(len(docs))
+	sorted := true
+	for i := 1; i < len(docs) && sorted; i++ {
+		sorted = docs[i-1].TokenID <= docs[i].TokenID
+	}
+	if nb == 1 && sorted {
+		if len(docs) == 0 {
+			docs = nil // an empty bucket's Tokens is nil, as in the others
+		}
+		return Built{Msgs: []*readmodel.Message{{Bucket: 0, Buckets: 1, Tokens: docs}}, Rows: len(docs)}
+	}
+	order := make([]int32, len(docs))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortStableFunc(order, func(a, b int32) int { return strings.Compare(docs[a].TokenID, docs[b].TokenID) })
+	bucket := make([]uint32, len(docs)) // all 0 for one bucket
+	counts := make([]int, nb)
+	for i := range docs {
+		if nb > 1 {
+			bucket[i] = readmodel.TokenBucket(readmodel.TokenKey(docs[i].Chain, docs[i].ContractAddress, docs[i].TokenID), nb)
+		}
+		counts[bucket[i]]++
+	}
+	msgs := make([]*readmodel.Message, nb)
+	for b := range msgs {
+		msgs[b] = &readmodel.Message{Bucket: uint32(b), Buckets: uint32(nb)}
+		if counts[b] > 0 {
+			msgs[b].Tokens = make([]readmodel.TokenDoc, 0, counts[b])
+		}
+	}
+	for _, i := range order {
+		m := msgs[bucket[i]]
+		m.Tokens = append(m.Tokens, docs[i])
+	}
+	return Built{Msgs: msgs, Rows: len(docs)}
+}
+
+// normalizeTokens normalizes the tokens of collection id as of now, in
+// their order, counting each rejected one on sink.
+func normalizeTokens(sink Sink, id string, rows []normalize.RawToken, now time.Time) []readmodel.TokenDoc {
+	docs := make([]readmodel.TokenDoc, 0, len(rows))
+	for i := range rows {
+		d, err := normalize.Token(rows[i], now)
 		if err != nil {
 			sink.Reject(err, 1)
 			continue
@@ -87,18 +138,7 @@ func tokensBuild(sink Sink, id string, g RowsGroup[normalize.RawToken], now time
 		}
 		docs = append(docs, d)
 	}
-	nb := BucketCount(len(docs))
-	buckets := make([][]readmodel.TokenDoc, nb)
-	for _, d := range docs {
-		b := readmodel.TokenBucket(readmodel.TokenKey(d.Chain, d.ContractAddress, d.TokenID), nb)
-		buckets[b] = append(buckets[b], d)
-	}
-	msgs := make([]*readmodel.Message, nb)
-	for b, toks := range buckets {
-		sort.Slice(toks, func(i, j int) bool { return toks[i].TokenID < toks[j].TokenID })
-		msgs[b] = &readmodel.Message{Bucket: uint32(b), Buckets: uint32(nb), Tokens: toks}
-	}
-	return Built{Msgs: msgs, Rows: len(docs)}
+	return docs
 }
 
 // BucketCount is how many token buckets a collection of n tokens uses: a
