@@ -55,7 +55,7 @@ func (a *applier) renderListings(cid string, doc *readmodel.CollectionDoc, parts
 	if parts&partListings != 0 {
 		v := render.ListingsRecord{
 			Version:       a.ver(),
-			Rows:          snap.Rows,
+			Rows:          datedRows(snap.Rows, a.now),
 			RoyaltyBps:    royalty,
 			StaleSources:  snap.StaleSources,
 			AllFailed:     snap.AllFailed,
@@ -65,7 +65,6 @@ func (a *applier) renderListings(cid string, doc *readmodel.CollectionDoc, parts
 		if v.AsOf, err = a.freshness(cid, listingSources(doc)...); err != nil {
 			return err
 		}
-		v.Rows = datedRows(v.Rows, a.now)
 		a.tx.PutListings(cid, v)
 		a.tx.SetDeadline(cid, snap.Deadline)
 	}
