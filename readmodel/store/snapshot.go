@@ -9,10 +9,10 @@ import (
 	"errors"
 	"hash/crc32"
 	"io"
+	"math/bits"
 	"os"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/dgraph-io/badger/v4/pb"
 	"github.com/dgraph-io/ristretto/v2/z"
 	"github.com/klauspost/compress/zstd"
 
@@ -247,7 +247,10 @@ func RestoreSnapshot(ctx context.Context, dir string, r io.Reader, opts Options)
 	defer dec.Close()
 	crc := crc32.New(crc32.MakeTable(crc32.Castagnoli))
 	var comp, raw, last []byte
-	buf := z.NewBuffer(4<<20, "marketd.RestoreSnapshot")
+	// One buffer, reused after each write (StreamWriter.Write copies what
+	// it keeps), sized so that a batch never grows it: a new 4 MiB buffer
+	// per batch, grown to 8, was a seventh of a restore's CPU (profiled).
+	buf := z.NewBuffer(2*restoreBatch, "marketd.RestoreSnapshot")
 	defer func() { _ = buf.Release() }()
 	var synced int64
 	for {
@@ -282,16 +285,15 @@ func RestoreSnapshot(ctx context.Context, dir string, r io.Reader, opts Options)
 			}
 			rest = rest[n:]
 			last = append(last[:0], k...)
-			badger.KVToBuffer(&pb.KV{Key: k, Value: v, Version: 1, ExpiresAt: exp}, buf)
+			appendKV(buf, k, v, exp)
 			info.Records++
 			info.notePosition(k, v)
 		}
-		if buf.LenNoPadding() >= 4<<20 {
+		if buf.LenNoPadding() >= restoreBatch {
 			if err := sw.Write(buf); err != nil {
 				return info, internal(err, "restore snapshot: write")
 			}
-			_ = buf.Release()
-			buf = z.NewBuffer(4<<20, "marketd.RestoreSnapshot")
+			buf.Reset()
 			if info.RawBytes-synced >= restoreSyncEvery {
 				syncWritten()
 				synced = info.RawBytes
@@ -317,6 +319,48 @@ func RestoreSnapshot(ctx context.Context, dir string, r io.Reader, opts Options)
 	}
 	return info, nil
 }
+
+// restoreBatch is how many bytes of records a restore hands Badger's
+// StreamWriter at a time.
+const restoreBatch = 4 << 20
+
+// appendKV appends the record (k, v, exp) to buf as one badger pb.KV at
+// version 1, the bytes badger.KVToBuffer writes (TestAppendKVMatchesProto)
+// without building the message and marshalling it through reflection
+// (profiled: about a ninth of a restore's CPU). Fields in number order, zero values
+// omitted, as proto3 marshals them: key (1), value (2), version (4),
+// expires_at (5).
+func appendKV(buf *z.Buffer, k, v []byte, exp uint64) {
+	n := 2 // version 1
+	if len(k) > 0 {
+		n += 1 + uvarintLen(uint64(len(k))) + len(k)
+	}
+	if len(v) > 0 {
+		n += 1 + uvarintLen(uint64(len(v))) + len(v)
+	}
+	if exp != 0 {
+		n += 1 + uvarintLen(exp)
+	}
+	b := buf.SliceAllocate(n)[:0:n] // the appends below fill it exactly
+	if len(k) > 0 {
+		b = append(b, 1<<3|2)
+		b = binary.AppendUvarint(b, uint64(len(k)))
+		b = append(b, k...)
+	}
+	if len(v) > 0 {
+		b = append(b, 2<<3|2)
+		b = binary.AppendUvarint(b, uint64(len(v)))
+		b = append(b, v...)
+	}
+	b = append(b, 4<<3|0, 1)
+	if exp != 0 {
+		b = append(b, 5<<3|0)
+		b = binary.AppendUvarint(b, exp)
+	}
+}
+
+// uvarintLen is the length of x as a uvarint.
+func uvarintLen(x uint64) int { return (bits.Len64(x|1) + 6) / 7 }
 
 // readSnapshotHeader reads a snapshot's header and returns its schema.
 func readSnapshotHeader(br *bufio.Reader) (string, error) {

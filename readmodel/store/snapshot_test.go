@@ -13,8 +13,11 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/pb"
+	"github.com/dgraph-io/ristretto/v2/z"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/marketd/marketd/readmodel"
 	"github.com/marketd/marketd/readmodel/render"
@@ -181,3 +184,49 @@ func (f failAfter) Write(p []byte) (int, error) {
 }
 
 var _ io.Writer = failAfter{}
+
+// TestAppendKVMatchesProto pins appendKV to the bytes badger.KVToBuffer
+// writes for the same record: the StreamWriter reads them back as a
+// pb.KV.
+func TestAppendKVMatchesProto(t *testing.T) {
+	long := func(n int) []byte { return bytes.Repeat([]byte{0xA5}, n) }
+	tests := []struct {
+		name string
+		k, v []byte
+		exp  uint64
+	}{
+		{"plain", []byte("v/c/x"), []byte("value"), 0},
+		{"expiring", []byte("v/l/old"), []byte("rows"), 1_780_000_000},
+		{"empty value", []byte("i/sk/12345678"), nil, 0},
+		{"two-byte lengths", long(200), long(300), 0},
+		{"three-byte value length", []byte("i/tk/a"), long(70_000), 1<<40 + 7},
+		{"largest expiry", []byte("k"), []byte("v"), ^uint64(0)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := z.NewBuffer(1<<10, "test")
+			defer func() { _ = got.Release() }()
+			want := z.NewBuffer(1<<10, "test")
+			defer func() { _ = want.Release() }()
+			appendKV(got, tt.k, tt.v, tt.exp)
+			appendKV(got, tt.k, tt.v, tt.exp) // records follow each other
+			kv := &pb.KV{Key: tt.k, Value: tt.v, Version: 1, ExpiresAt: tt.exp}
+			badger.KVToBuffer(kv, want)
+			badger.KVToBuffer(kv, want)
+			assert.Equal(t, want.Bytes(), got.Bytes())
+			n := 0
+			require.NoError(t, got.SliceIterate(func(s []byte) error {
+				var back pb.KV
+				require.NoError(t, proto.Unmarshal(s, &back))
+				assert.Equal(t, tt.k, back.Key)
+				assert.Equal(t, len(tt.v), len(back.Value))
+				assert.True(t, bytes.Equal(tt.v, back.Value))
+				assert.Equal(t, uint64(1), back.Version)
+				assert.Equal(t, tt.exp, back.ExpiresAt)
+				n++
+				return nil
+			}))
+			assert.Equal(t, 2, n)
+		})
+	}
+}
