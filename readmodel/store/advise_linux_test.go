@@ -1,13 +1,20 @@
 package store
 
 import (
+	"bufio"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
-// TestAdviseFindsTheValueLog: the snapshot's advice reaches the mapped
-// value-log files of this store, and only those.
+// TestAdviseFindsTheValueLog: advice reaches the mapped value-log files of
+// this store, and only those.
 func TestAdviseFindsTheValueLog(t *testing.T) {
 	s := mustOpenSmallLog(t)
 	rewriteViews(t, s, 2)
@@ -16,4 +23,72 @@ func TestAdviseFindsTheValueLog(t *testing.T) {
 	assert.Positive(t, n, "the store's value-log files are mapped")
 	assert.Equal(t, n, s.adviseValueLog(adviseNormal))
 	assert.Less(t, other.adviseValueLog(adviseNormal), n, "another store's files are not this one's")
+}
+
+// valueLogReadHints returns, for each mapped value-log file of the store in
+// dir, whether its mapping carries the random-read hint ("rr" in the
+// VmFlags of /proc/self/smaps).
+func valueLogReadHints(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	abs, err := filepath.Abs(dir)
+	require.NoError(t, err)
+	f, err := os.Open("/proc/self/smaps")
+	require.NoError(t, err)
+	defer f.Close()
+	hints := map[string]bool{}
+	file := ""
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		switch {
+		case len(fields) >= 6 && strings.Contains(fields[0], "-"):
+			file = ""
+			if strings.HasSuffix(fields[5], ".vlog") && filepath.Dir(fields[5]) == abs {
+				file = filepath.Base(fields[5])
+			}
+		case file != "" && len(fields) > 0 && fields[0] == "VmFlags:":
+			hints[file] = hints[file] || contains(fields[1:], "rr")
+		}
+	}
+	require.NoError(t, sc.Err())
+	return hints
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestValueLogIsReadAtRandom: the value log is read at random (a value
+// per read, wherever its key points), and with the kernel's default
+// read-around each fault on its mapping reads up to the device's
+// read-ahead (8 MiB on this kind of machine) into the page cache. The
+// store advises random reads at Open and, for the files it opens later,
+// at each round of its background loop.
+func TestValueLogIsReadAtRandom(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(context.Background(), dir, Options{ValueLogFileSize: 1 << 20, MemTableSize: 256 << 10, GCInterval: 10 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+
+	opened := valueLogReadHints(t, dir)
+	require.NotEmpty(t, opened, "Open maps the value log")
+	for file, random := range opened {
+		assert.True(t, random, "%s after Open", file)
+	}
+
+	rewriteViews(t, s, 3) // about 3 MiB: new value-log files
+	require.Greater(t, len(valueLogReadHints(t, dir)), len(opened), "the writes opened new value-log files")
+	assert.Eventually(t, func() bool {
+		for _, random := range valueLogReadHints(t, dir) {
+			if !random {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 20*time.Millisecond, "every value-log file is advised random once the loop has run")
 }

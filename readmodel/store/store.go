@@ -246,6 +246,15 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		before = binary.BigEndian.Uint64(last)
 	}
 	s.served = newServedListings(before)
+	// The value log is read a value at a time, wherever a key points, but
+	// the kernel answers a fault on a mapped file by reading around it, as
+	// much as the device's read-ahead: 8 MiB on this kind of machine. With
+	// a store larger than its page cache (10 M tokens in a 3 GiB group)
+	// random value reads read 64 GB from disk in a minute for 128 MB of
+	// values, and evicted what the next reads needed: 207 reads a second
+	// against 5,263 with random-read advice (docs/performance-log.md,
+	// 2026-11-27 09:30).
+	s.adviseValueLog(adviseRandom)
 	go s.gcLoop()
 	return s, nil
 }
@@ -301,7 +310,14 @@ func (s *Store) rewrite(stop <-chan struct{}, share, ratio float64, max int) int
 		default:
 		}
 		start := time.Now()
-		if err := s.db.RunValueLogGC(ratio); err != nil { // ErrNoRewrite: nothing (more) to reclaim
+		// A rewrite reads its file from start to end through the
+		// mapping: with the value log's random-read advice each page
+		// would be a fault of its own. The advice after it also reaches
+		// the files Badger opened since the last round (see Open).
+		s.adviseValueLog(adviseNormal)
+		err := s.db.RunValueLogGC(ratio)
+		s.adviseValueLog(adviseRandom)
+		if err != nil { // ErrNoRewrite: nothing (more) to reclaim
 			s.noteDamage(err)
 			break
 		}
