@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,20 +48,11 @@ func valueLogReadHints(t *testing.T, dir string) map[string]bool {
 				file = filepath.Base(fields[5])
 			}
 		case file != "" && len(fields) > 0 && fields[0] == "VmFlags:":
-			hints[file] = hints[file] || contains(fields[1:], "rr")
+			hints[file] = hints[file] || slices.Contains(fields[1:], "rr")
 		}
 	}
 	require.NoError(t, sc.Err())
 	return hints
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // TestValueLogIsReadAtRandom: the value log is read at random (a value

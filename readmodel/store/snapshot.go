@@ -324,11 +324,11 @@ func RestoreSnapshot(ctx context.Context, dir string, r io.Reader, opts Options)
 const restoreBatch = 4 << 20
 
 // appendKV appends the record (k, v, exp) to buf as one badger pb.KV at
-// version 1, the bytes badger.KVToBuffer writes (TestAppendKVMatchesProto)
+// version 1: the bytes badger.KVToBuffer writes (TestAppendKVMatchesProto),
 // without building the message and marshalling it through reflection
-// (profiled: about a ninth of a restore's CPU). Fields in number order, zero values
-// omitted, as proto3 marshals them: key (1), value (2), version (4),
-// expires_at (5).
+// (profiled: about a ninth of a restore's CPU). Fields go in number order
+// with zero values omitted, as proto3 marshals them: key (1), value (2),
+// version (4), expires_at (5).
 func appendKV(buf *z.Buffer, k, v []byte, exp uint64) {
 	n := 2 // version 1
 	if len(k) > 0 {

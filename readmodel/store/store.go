@@ -253,7 +253,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	// random value reads read 64 GB from disk in a minute for 128 MB of
 	// values, and evicted what the next reads needed: 207 reads a second
 	// against 5,263 with random-read advice (docs/performance-log.md,
-	// 2026-11-27 09:30).
+	// the entry of 2026-11-27 08:11).
 	s.adviseValueLog(adviseRandom)
 	go s.gcLoop()
 	return s, nil
