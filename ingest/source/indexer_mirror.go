@@ -85,7 +85,7 @@ func tokensBuild(sink Sink, id string, g RowsGroup[normalize.RawToken], now time
 	rejectAll(sink, g.Rejects)
 	docs := normalizeTokens(sink, id, g.Rows, now)
 	nb := BucketCount(len(docs))
-	sorted := true
+	sorted := nb == 1 // only a single bucket is returned as it came
 	for i := 1; i < len(docs) && sorted; i++ {
 		sorted = docs[i-1].TokenID <= docs[i].TokenID
 	}

@@ -9,12 +9,12 @@ import (
 	"errors"
 	"hash/crc32"
 	"io"
-	"math/bits"
 	"os"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/ristretto/v2/z"
 	"github.com/klauspost/compress/zstd"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/marketd/marketd/readmodel"
 )
@@ -330,36 +330,33 @@ const restoreBatch = 4 << 20
 // with zero values omitted, as proto3 marshals them: key (1), value (2),
 // version (4), expires_at (5).
 func appendKV(buf *z.Buffer, k, v []byte, exp uint64) {
-	n := 2 // version 1
+	const key, value, version, expiresAt = 1, 2, 4, 5
+	n := protowire.SizeTag(version) + protowire.SizeVarint(1)
 	if len(k) > 0 {
-		n += 1 + uvarintLen(uint64(len(k))) + len(k)
+		n += protowire.SizeTag(key) + protowire.SizeBytes(len(k))
 	}
 	if len(v) > 0 {
-		n += 1 + uvarintLen(uint64(len(v))) + len(v)
+		n += protowire.SizeTag(value) + protowire.SizeBytes(len(v))
 	}
 	if exp != 0 {
-		n += 1 + uvarintLen(exp)
+		n += protowire.SizeTag(expiresAt) + protowire.SizeVarint(exp)
 	}
 	b := buf.SliceAllocate(n)[:0:n] // the appends below fill it exactly
 	if len(k) > 0 {
-		b = append(b, 1<<3|2)
-		b = binary.AppendUvarint(b, uint64(len(k)))
-		b = append(b, k...)
+		b = protowire.AppendTag(b, key, protowire.BytesType)
+		b = protowire.AppendBytes(b, k)
 	}
 	if len(v) > 0 {
-		b = append(b, 2<<3|2)
-		b = binary.AppendUvarint(b, uint64(len(v)))
-		b = append(b, v...)
+		b = protowire.AppendTag(b, value, protowire.BytesType)
+		b = protowire.AppendBytes(b, v)
 	}
-	b = append(b, 4<<3|0, 1)
+	b = protowire.AppendTag(b, version, protowire.VarintType)
+	b = protowire.AppendVarint(b, 1)
 	if exp != 0 {
-		b = append(b, 5<<3|0)
-		b = binary.AppendUvarint(b, exp)
+		b = protowire.AppendTag(b, expiresAt, protowire.VarintType)
+		b = protowire.AppendVarint(b, exp)
 	}
 }
-
-// uvarintLen is the length of x as a uvarint.
-func uvarintLen(x uint64) int { return (bits.Len64(x|1) + 6) / 7 }
 
 // readSnapshotHeader reads a snapshot's header and returns its schema.
 func readSnapshotHeader(br *bufio.Reader) (string, error) {
