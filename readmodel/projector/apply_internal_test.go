@@ -279,3 +279,27 @@ func TestTokenViewsWrittenTogetherMatchOneByOne(t *testing.T) {
 		assert.Equal(t, want.Body, got.Body, "token %s", d.TokenID)
 	}
 }
+
+// TestStalledPast: the watchdog recreates a consumer only for a head it
+// saw at the previous check and still has not applied, never for a
+// message published since (it may still be on its way) nor for a head
+// the stream no longer has.
+func TestStalledPast(t *testing.T) {
+	tests := []struct {
+		name                string
+		prev, head, applied uint64
+		want                bool
+	}{
+		{"first check of an idle spell", 0, 120, 100, false},
+		{"published since the last check, not yet delivered", 100, 120, 100, false},
+		{"the head seen last time still not applied", 120, 120, 100, true},
+		{"more published since, the old head still not applied", 110, 130, 100, true},
+		{"caught up since", 120, 120, 120, false},
+		{"the stream lost its tail since", 120, 90, 100, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, stalledPast(tt.prev, tt.head, tt.applied))
+		})
+	}
+}

@@ -400,6 +400,7 @@ func (p *Projector) consume(ctx context.Context, i int) {
 	defer p.wg.Done()
 	log := p.log.With().Str("stream", streamNames[i]).Logger()
 	idle := 0
+	var seen uint64 // the stream's head at the last stall check of this idle spell (stalled)
 	var ahead *decodeJob
 	defer func() {
 		if ahead != nil {
@@ -466,9 +467,10 @@ func (p *Projector) consume(ctx context.Context, i int) {
 					if moved, err := p.skipGone(ctx, i); err == nil && moved {
 						continue
 					}
-					if p.behind(ctx, i) {
+					if p.stalled(ctx, i, &seen) {
 						log.Warn().Msg("consumer stalled behind the stream head; recreating it")
 						p.dropIter(i, it)
+						seen = 0
 					}
 				}
 				continue
@@ -478,7 +480,7 @@ func (p *Projector) consume(ctx context.Context, i int) {
 			sleep(ctx, 200*time.Millisecond)
 			continue
 		}
-		idle = 0
+		idle, seen = 0, 0
 		batch, err := gather(it, m)
 		if err != nil {
 			if settle(it) {
@@ -498,7 +500,9 @@ func (p *Projector) consume(ctx context.Context, i int) {
 
 // stallChecks is how many idle waits (one second in the background
 // loop, two in drain) pass between checks of whether a consumer stalled
-// behind its stream's head.
+// behind its stream's head. The background loop recreates a consumer
+// behind the same head at two checks in a row (stalled), so after 6 to 9
+// seconds of a stall.
 const stallChecks = 3
 
 // drainIdle is how many idle two-second waits drain accepts, with its
@@ -506,18 +510,35 @@ const stallChecks = 3
 // stream that does not deliver up to its head.
 const drainIdle = 15
 
-// behind reports whether stream i holds messages past the applied
-// position (false when the stream cannot be asked).
-func (p *Projector) behind(ctx context.Context, i int) bool {
+// stalled is the background loop's watchdog check of stream i while its
+// consumer is idle. It reports whether the consumer stalled: the head the
+// stream had at the previous check of the idle spell, *seen, is still
+// past the applied position. One check alone never decides: a message
+// published just before it may still be on its way (a server busy
+// storing a cycle delivers late), and recreating the consumer for it
+// only redelivered it. stalled sets *seen to the head now (0 when the
+// stream cannot be asked); the caller zeroes it when a message arrives.
+func (p *Projector) stalled(ctx context.Context, i int, seen *uint64) bool {
+	prev := *seen
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	h, err := p.heads(cctx)
 	if err != nil {
+		*seen = 0
 		return false
 	}
+	*seen = []uint64{h.State, h.Sales}[i]
 	p.applyMu.Lock()
 	defer p.applyMu.Unlock()
-	return []uint64{h.State, h.Sales}[i] > p.pos[i].Seq
+	return stalledPast(prev, *seen, p.pos[i].Seq)
+}
+
+// stalledPast is stalled's rule: the head seen at the previous check
+// (0: none) is past the applied position and the stream still holds it
+// (a stream that lost its tail or re-issued its sequences since has a
+// lower head now; skipGone handles those).
+func stalledPast(prev, head, applied uint64) bool {
+	return prev > applied && head >= prev
 }
 
 func (p *Projector) dropIter(i int, it jetstream.MessagesContext) {
