@@ -17,13 +17,9 @@ const (
 
 // adviseValueLog gives the kernel advice on every mapping of the store's
 // value-log files (found in /proc/self/maps: Badger maps them and offers
-// no hook) and returns how many it advised. The store keeps its value log
-// advised random (see Open): reads, snapshots included, fetch one value
-// at a time, and with the default advice each page fault reads ahead, so
-// that where the store is larger than the page cache that readahead is
-// read, evicted and read again. Only a value-log rewrite reads a file
-// from start to end, under the default advice (Store.rewrite). Errors
-// leave the advice as it was.
+// no hook) and returns how many it advised. The store keeps them advised
+// random (why: Open) but for the span of a value-log rewrite
+// (Store.rewrite). Errors leave the advice as it was.
 func (s *Store) adviseValueLog(advice int) int {
 	dir, err := filepath.Abs(s.dir)
 	if err != nil {
