@@ -20,18 +20,7 @@ func TestSupersededKeptOnlyWhenServed(t *testing.T) {
 	dir := t.TempDir()
 	s, err := Open(ctx, dir, Options{MemTableSize: 8 << 20})
 	require.NoError(t, err)
-	put := func(s *Store, cid, token string) uint64 {
-		t.Helper()
-		var v uint64
-		require.NoError(t, s.Update(ctx, func(tx *Tx) error {
-			v = tx.NextVersion()
-			row := *sampleListing()
-			row.TokenID = token
-			tx.PutListings(cid, render.ListingsRecord{Version: v, Rows: []readmodel.ListingRow{row}, Listed: 1})
-			return nil
-		}))
-		return v
-	}
+	put := func(s *Store, cid, token string) uint64 { return mustPutListing(t, s, cid, token) }
 	superseded := func(s *Store, cid string, v uint64) bool {
 		t.Helper()
 		got, ok, err := s.get(key(pOldListings, cid, string(beUint64(v))))
@@ -69,6 +58,21 @@ func TestSupersededKeptOnlyWhenServed(t *testing.T) {
 	after := put(s, "unread", "4")
 	put(s, "unread", "5")
 	assert.False(t, superseded(s, "unread", after), "one written and superseded since, unread, is not")
+}
+
+// mustPutListing commits cid's listing snapshot of one listing, of token,
+// at a new version, which it returns.
+func mustPutListing(t *testing.T, s *Store, cid, token string) uint64 {
+	t.Helper()
+	var v uint64
+	require.NoError(t, s.Update(context.Background(), func(tx *Tx) error {
+		v = tx.NextVersion()
+		row := *sampleListing()
+		row.TokenID = token
+		tx.PutListings(cid, render.ListingsRecord{Version: v, Rows: []readmodel.ListingRow{row}, Listed: 1})
+		return nil
+	}))
+	return v
 }
 
 func beUint64(v uint64) []byte {

@@ -112,6 +112,7 @@ type Store struct {
 	salesBytes     atomic.Int64 // bytes of sales (keys and values) committed since Open
 
 	served *servedListings // listing snapshots served, for PutListings (served.go)
+	stamps viewStamps      // stamps of the views committed since Open (viewstamp.go)
 
 	flightMu sync.Mutex
 	flights  map[string]*pageFlight // page reads in progress, by cache key and generation
@@ -534,6 +535,7 @@ func (s *Store) Reset(ctx context.Context) error {
 		return readmodel.Wrap(readmodel.Internal, err, "reset store")
 	}
 	s.cache.reset()
+	s.stamps.reset()
 	s.quote.Store(nil)
 	s.salesMu.Lock()
 	s.withSales, s.registered = nil, nil

@@ -36,6 +36,8 @@ type Tx struct {
 
 	regs map[string]struct{} // collections Register wrote in this transaction
 
+	stamps map[uint64]pendingStamp // views written or deleted, by key hash (viewstamp.go)
+
 	// newSales holds, per collection AddSale saw in this transaction, the
 	// sale hashes it added when the collection had no sales committed
 	// before the transaction; nil (present) when it had some.
@@ -72,6 +74,7 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 		return internal(err, "commit")
 	}
 	s.noteWrite(tx.written)
+	s.stamps.commit(tx.stamps)
 	s.cache.invalidate(tx.touched, tx.aliases, tx.browse, tx.tokenWrites, tx.sales)
 	s.noteSales(tx.newSales)
 	s.noteRegistered(tx.regs)
@@ -175,22 +178,24 @@ func (t *Tx) view(k []byte, v []byte) {
 
 // viewIfChanged writes view v under k unless the stored view has the same
 // content (versions aside): an unchanged view keeps its version, and the
-// write, its cache entry and a superseded copy are saved. It returns the
-// stored value when unchanged, nil otherwise.
-func (t *Tx) viewIfChanged(k []byte, v []byte) (old []byte, unchanged bool) {
-	old, ok, err := t.getRaw(k)
+// write, its cache entry and a superseded copy are saved. It compares
+// stamps (viewstamp.go), so the stored view is read only when it has none.
+// Before it replaces a stored view it calls replacing, when not nil, with
+// the stored view's stamp and, when it read them, its bytes.
+func (t *Tx) viewIfChanged(k []byte, v []byte, replacing func(prev viewStamp, stored []byte)) {
+	prev, stored, had, err := t.viewStamp(k)
 	if err != nil {
 		t.err = errors.Join(t.err, err)
-		return nil, false
+		return
 	}
-	if ok && len(old) >= 8 && len(v) >= 8 && bytes.Equal(old[8:], v[8:]) {
-		return old, true
+	if had && stampOf(v).sum == prev.sum {
+		return
+	}
+	if had && replacing != nil {
+		replacing(prev, stored)
 	}
 	t.view(k, v)
-	if !ok {
-		return nil, false
-	}
-	return old, false
+	t.noteStamp(k, v)
 }
 
 func (t *Tx) delView(k []byte) {
@@ -415,27 +420,44 @@ func (t *Tx) Collections(after string, limit int) ([]string, error) {
 
 // PutCollection writes cid's collection view.
 func (t *Tx) PutCollection(v render.CollectionView) {
-	t.viewIfChanged(key(pCollection, v.ID), encodeCollection(v))
+	t.viewIfChanged(key(pCollection, v.ID), encodeCollection(v), nil)
 }
 
 // PutFloor writes cid's floor view.
 func (t *Tx) PutFloor(cid string, v render.FloorView) {
-	t.viewIfChanged(key(pFloor, cid), encodeFloor(v))
+	t.viewIfChanged(key(pFloor, cid), encodeFloor(v), nil)
 }
 
 // DeleteFloor removes cid's floor view.
-func (t *Tx) DeleteFloor(cid string) { t.delView(key(pFloor, cid)) }
+func (t *Tx) DeleteFloor(cid string) {
+	k := key(pFloor, cid)
+	t.delView(k)
+	t.noteStamp(k, nil)
+}
 
 // PutListings writes cid's current listing snapshot and keeps the one it
 // supersedes readable by version for Options.ListingsRetention, when the
 // store served it (served.go): no cursor can name one it did not.
 func (t *Tx) PutListings(cid string, v render.ListingsRecord) {
-	old, unchanged := t.viewIfChanged(key(pListings, cid), encodeListings(v))
-	if !unchanged && len(old) >= 8 && !t.s.opts.NoSuperseded && t.s.served.served(cid, binary.BigEndian.Uint64(old[:8])) {
-		ok := key(pOldListings, cid, string(old[:8]))
-		t.setEntry(badger.NewEntry(ok, old).WithTTL(t.s.opts.ListingsRetention))
+	k := key(pListings, cid)
+	t.viewIfChanged(k, encodeListings(v), func(prev viewStamp, stored []byte) {
+		if t.s.opts.NoSuperseded || !t.s.served.served(cid, prev.version) {
+			return
+		}
+		if stored == nil { // known by its stamp: read it, before it is replaced
+			var err error
+			if stored, _, err = t.getRaw(k); err != nil {
+				t.err = errors.Join(t.err, err)
+				return
+			}
+		}
+		if len(stored) < 8 {
+			return
+		}
+		ok := key(pOldListings, cid, string(stored[:8]))
+		t.setEntry(badger.NewEntry(ok, stored).WithTTL(t.s.opts.ListingsRetention))
 		t.touched = append(t.touched, string(ok))
-	}
+	})
 }
 
 // hasSales reports whether cid is known to have sales committed. A sale
