@@ -112,7 +112,7 @@ type Store struct {
 	salesBytes     atomic.Int64 // bytes of sales (keys and values) committed since Open
 
 	served *servedListings // listing snapshots served, for PutListings (served.go)
-	stamps viewStamps      // stamps of the views committed since Open (viewstamp.go)
+	stamps viewStamps      // stamps of the views committed or read since Open (viewstamp.go)
 
 	flightMu sync.Mutex
 	flights  map[string]*pageFlight // page reads in progress, by cache key and generation
