@@ -10,6 +10,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/dgraph-io/badger/v4"
 	gojson "github.com/goccy/go-json"
 
@@ -183,19 +184,20 @@ func (t *Tx) view(k []byte, v []byte) {
 // Before it replaces a stored view it calls replacing, when not nil, with
 // the stored view's stamp and, when it read them, its bytes.
 func (t *Tx) viewIfChanged(k []byte, v []byte, replacing func(prev viewStamp, stored []byte)) {
-	prev, stored, had, err := t.viewStamp(k)
+	h, now := xxhash.Sum64(k), stampOf(v)
+	prev, stored, had, err := t.viewStamp(h, k)
 	if err != nil {
 		t.err = errors.Join(t.err, err)
 		return
 	}
-	if had && stampOf(v).sum == prev.sum {
+	if had && now.sum == prev.sum {
 		return
 	}
 	if had && replacing != nil {
 		replacing(prev, stored)
 	}
 	t.view(k, v)
-	t.noteStamp(k, v)
+	t.noteStamp(h, pendingStamp{stamp: now, ok: true})
 }
 
 func (t *Tx) delView(k []byte) {
@@ -432,7 +434,7 @@ func (t *Tx) PutFloor(cid string, v render.FloorView) {
 func (t *Tx) DeleteFloor(cid string) {
 	k := key(pFloor, cid)
 	t.delView(k)
-	t.noteStamp(k, nil)
+	t.noteStamp(xxhash.Sum64(k), pendingStamp{})
 }
 
 // PutListings writes cid's current listing snapshot and keeps the one it

@@ -55,13 +55,8 @@ func (s *viewStamps) get(h uint64) (viewStamp, bool) {
 // put records the stamp of a committed view read whole (viewStamp).
 func (s *viewStamps) put(h uint64, st viewStamp) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m == nil {
-		s.m = map[uint64]viewStamp{}
-	}
-	if _, had := s.m[h]; had || len(s.m) < maxViewStamps {
-		s.m[h] = st
-	}
+	s.setLocked(h, st)
+	s.mu.Unlock()
 }
 
 // commit records what a committed transaction wrote: a stamp for each
@@ -72,17 +67,23 @@ func (s *viewStamps) commit(pending map[uint64]pendingStamp) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.m == nil {
-		s.m = make(map[uint64]viewStamp, len(pending))
-	}
 	for h, p := range pending {
-		if !p.ok {
+		if p.ok {
+			s.setLocked(h, p.stamp)
+		} else {
 			delete(s.m, h)
-			continue
 		}
-		if _, had := s.m[h]; had || len(s.m) < maxViewStamps {
-			s.m[h] = p.stamp
-		}
+	}
+}
+
+// setLocked stamps the view whose key hashes to h, unless it has no stamp
+// and the store holds maxViewStamps already. s.mu is held.
+func (s *viewStamps) setLocked(h uint64, st viewStamp) {
+	if s.m == nil {
+		s.m = map[uint64]viewStamp{}
+	}
+	if _, had := s.m[h]; had || len(s.m) < maxViewStamps {
+		s.m[h] = st
 	}
 }
 
@@ -108,12 +109,11 @@ func stampOf(v []byte) viewStamp {
 	return viewStamp{version: binary.BigEndian.Uint64(v), sum: xxhash.Sum64(v[8:])}
 }
 
-// viewStamp returns the stamp of the view under k as this transaction
-// sees it: its own write first, then the store's stamps, then the stored
-// view itself (stored is then its bytes, else nil). ok is false when there
-// is no view under k.
-func (t *Tx) viewStamp(k []byte) (st viewStamp, stored []byte, ok bool, err error) {
-	h := xxhash.Sum64(k)
+// viewStamp returns the stamp of the view under k, whose hash is h, as
+// this transaction sees it: its own write first, then the store's stamps,
+// then the stored view itself (stored is then its bytes, else nil). ok is
+// false when there is no view under k.
+func (t *Tx) viewStamp(h uint64, k []byte) (st viewStamp, stored []byte, ok bool, err error) {
 	if p, seen := t.stamps[h]; seen {
 		return p.stamp, nil, p.ok, nil
 	}
@@ -131,15 +131,12 @@ func (t *Tx) viewStamp(k []byte) (st viewStamp, stored []byte, ok bool, err erro
 	return st, old, true, nil
 }
 
-// noteStamp records that this transaction wrote v under k (nil v:
-// deleted it); the store takes the stamps when the transaction commits.
-func (t *Tx) noteStamp(k, v []byte) {
+// noteStamp records that this transaction left the view whose key hashes
+// to h as p (p.ok false: deleted it); the store takes the stamps when the
+// transaction commits.
+func (t *Tx) noteStamp(h uint64, p pendingStamp) {
 	if t.stamps == nil {
 		t.stamps = map[uint64]pendingStamp{}
 	}
-	p := pendingStamp{ok: v != nil}
-	if p.ok {
-		p.stamp = stampOf(v)
-	}
-	t.stamps[xxhash.Sum64(k)] = p
+	t.stamps[h] = p
 }
