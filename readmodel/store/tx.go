@@ -200,9 +200,12 @@ func (t *Tx) viewIfChanged(k []byte, v []byte, replacing func(prev viewStamp, st
 	t.noteStamp(h, pendingStamp{stamp: now, ok: true})
 }
 
+// delView deletes the view under k, and its stamp when the transaction
+// commits (viewstamp.go).
 func (t *Tx) delView(k []byte) {
 	t.del(k)
 	t.touched = append(t.touched, string(k))
+	t.noteStamp(xxhash.Sum64(k), pendingStamp{})
 }
 
 // StreamPos is the last applied message of one stream: its sequence and
@@ -431,11 +434,7 @@ func (t *Tx) PutFloor(cid string, v render.FloorView) {
 }
 
 // DeleteFloor removes cid's floor view.
-func (t *Tx) DeleteFloor(cid string) {
-	k := key(pFloor, cid)
-	t.delView(k)
-	t.noteStamp(xxhash.Sum64(k), pendingStamp{})
-}
+func (t *Tx) DeleteFloor(cid string) { t.delView(key(pFloor, cid)) }
 
 // PutListings writes cid's current listing snapshot and keeps the one it
 // supersedes readable by version for Options.ListingsRetention, when the
