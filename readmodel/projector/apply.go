@@ -82,9 +82,8 @@ type applier struct {
 	// bucketToks holds, per collection|bucket, the tokens applyTokens wrote
 	// in this transaction (noteBucketToken).
 	bucketToks map[string]map[string]bool
-	statuses   map[string]*statusInput                      // stored statuses read or written in this transaction, by source and collection
-	docs       map[string]*readmodel.CollectionDoc          // collection documents read or written in this transaction (nil: none)
-	natives    map[string]map[string][]readmodel.ListingRow // per collection: its order book's live native rows by token key
+	statuses   map[string]*statusInput             // stored statuses read or written in this transaction, by source and collection
+	docs       map[string]*readmodel.CollectionDoc // collection documents read or written in this transaction (nil: none)
 
 	// deferred collects what a batch of messages touches and renders it
 	// once, in flush, instead of after every message. held (a replay
@@ -239,12 +238,6 @@ func (a *applier) renderMarked(ids []string) error {
 	return nil
 }
 
-// orderBook returns collection cid's stored order-book rows (nil when
-// none).
-func (a *applier) orderBook(cid string) (*rowsInput, error) {
-	return a.rows(readmodel.SourceOrderBook, cid)
-}
-
 // rows returns the stored rows of (src, cid), nil when none, decoding each
 // at most once per transaction (putRows keeps the memo current).
 func (a *applier) rows(src readmodel.Source, cid string) (*rowsInput, error) {
@@ -273,9 +266,6 @@ func (a *applier) putRows(src readmodel.Source, cid string, in *rowsInput) {
 		a.books = map[string]*rowsInput{}
 	}
 	a.books[string(src)+"\x00"+cid] = in
-	if src == readmodel.SourceOrderBook {
-		delete(a.natives, cid)
-	}
 }
 
 // memoGet returns the input of kind stored under (src, cid), nil when
@@ -414,22 +404,12 @@ func (a *applier) apply(msg *readmodel.Message) error {
 		a.tx.Put(store.InAnalytics, msg.Analytics, cid)
 		return a.render(cid, kindParts[msg.Kind])
 	case readmodel.KindListings:
-		var oldRows *rowsInput
+		// The order book is also what the collection's token views show
+		// their native listing from, read when they are rendered: no
+		// token record changes with it.
 		in := rowsInput{ObservedAt: msg.ObservedAt, Rows: msg.Listings}
-		if msg.Source == readmodel.SourceOrderBook {
-			var err error
-			if oldRows, err = a.orderBook(cid); err != nil {
-				return err
-			}
-		}
 		a.putRows(msg.Source, cid, &in)
-		if err := a.render(cid, kindParts[msg.Kind]); err != nil {
-			return err
-		}
-		if msg.Source == readmodel.SourceOrderBook {
-			return a.renderTokensOf(oldRows, &in)
-		}
-		return nil
+		return a.render(cid, kindParts[msg.Kind])
 	case readmodel.KindStatus:
 		if !msg.Status.OK && (msg.Source == readmodel.SourceOrderBook || msg.Source == readmodel.SourceIndexerMirror) && a.coll != nil && len(a.coll.parts) > 0 {
 			// A listing source failing can end a collection's last good

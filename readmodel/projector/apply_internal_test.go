@@ -3,6 +3,7 @@ package projector
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"testing"
@@ -15,50 +16,50 @@ import (
 	"github.com/marketd/marketd/readmodel/store"
 )
 
-// TestRenderTokensOf: an order-book change rewrites exactly the records
-// of the tokens whose live native listings changed (a record keeps every
-// one, so that its view falls back to the next when the cheapest
-// expires).
-func TestRenderTokensOf(t *testing.T) {
+// TestOrderBookWritesNoTokenRecord: an order-book change rewrites no
+// token record (a token's view reads its native listing from the book
+// when rendered), yet every token's view shows the new book at once:
+// repriced, gone, new, and a non-native row ignored.
+func TestOrderBookWritesNoTokenRecord(t *testing.T) {
+	ctx := context.Background()
 	t0 := time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)
-	row := func(token, raw, market, order string, exp *time.Time) readmodel.ListingRow {
-		return readmodel.ListingRow{Chain: readmodel.Ethereum, ContractAddress: "0xc0", TokenID: token, CollectionID: "ethereum_0xc0",
-			PriceRaw: raw, Seller: "0xs" + token, Marketplace: market, Status: readmodel.StatusActive, Timestamp: t0.Add(-time.Hour), OrderID: order, ExpiresAt: exp}
+	cid := "ethereum_0xc0"
+	row := func(token, raw, market, order string) readmodel.ListingRow {
+		return readmodel.ListingRow{Chain: readmodel.Ethereum, ContractAddress: "0xc0", TokenID: token, CollectionID: cid,
+			PriceRaw: raw, Seller: "0xs" + token, Marketplace: market, Status: readmodel.StatusActive, Timestamp: t0.Add(-time.Hour), OrderID: order}
 	}
-	soon := t0.Add(30 * time.Second)
-	old := &rowsInput{ObservedAt: t0, Rows: []readmodel.ListingRow{
-		row("1", "100", "NATIVE", "a1", nil), row("2", "200", "NATIVE", "a2", nil), row("3", "300", "NATIVE", "a3", nil),
-		row("4", "400", "opensea", "x4", nil), row("6", "600", "NATIVE", "a6", &soon)}}
-	tests := []struct {
-		name string
-		old  *rowsInput
-		cur  []readmodel.ListingRow
-		want []string
-	}{
-		{"first book: every native listing", nil, old.Rows, []string{"1", "2", "3"}},
-		{"same book, later: only the one that expired meanwhile", old, old.Rows, []string{"6"}},
-		{"repriced, dearer duplicate, gone, non-native, new", old, []readmodel.ListingRow{
-			row("1", "100", "NATIVE", "a1", nil), row("1", "150", "NATIVE", "b1", nil), // dearer second listing: kept in the record
-			row("2", "250", "NATIVE", "a2", nil),  // repriced
-			row("4", "450", "opensea", "x4", nil), // not native: not a token view input
-			row("5", "500", "NATIVE", "a5", nil),  // new; 3 and 6 are gone
-		}, []string{"1", "2", "3", "5", "6"}},
+	book := func(seq uint64, rows ...readmodel.ListingRow) *readmodel.Message {
+		return &readmodel.Message{Kind: readmodel.KindListings, Source: readmodel.SourceOrderBook, CollectionID: cid,
+			ObservedAt: t0.Add(time.Duration(seq) * time.Minute), Listings: rows}
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			a := &applier{deferred: true}
-			require.NoError(t, a.renderTokensOf(tt.old, &rowsInput{ObservedAt: t0.Add(time.Minute), Rows: tt.cur}))
-			var got, want []string
-			for k := range a.dirtyTok {
-				got = append(got, k)
-			}
-			for _, id := range tt.want {
-				want = append(want, readmodel.TokenKey(readmodel.Ethereum, "0xc0", id))
-			}
-			sort.Strings(got)
-			sort.Strings(want)
-			assert.Equal(t, want, got)
-		})
+	var docs []readmodel.TokenDoc
+	for _, id := range []string{"1", "2", "3", "4"} {
+		docs = append(docs, readmodel.TokenDoc{Chain: readmodel.Ethereum, ContractAddress: "0xc0", TokenID: id, CollectionID: cid, OwnerAddress: "0xs" + id})
+	}
+	st, err := store.Open(ctx, t.TempDir(), store.Options{Now: func() time.Time { return t0.Add(10 * time.Minute) }})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close(ctx) })
+	applyDeferred(t, st, 1, book(1, row("1", "100", "NATIVE", "a1"), row("2", "200", "NATIVE", "a2"), row("3", "300", "opensea", "x3")))
+	_, rendered := applyDeferred(t, st, 2, &readmodel.Message{Kind: readmodel.KindTokens, CollectionID: cid, Bucket: 0, Buckets: 1, ObservedAt: t0, Tokens: docs})
+	require.Len(t, rendered, len(docs))
+	orderID := regexp.MustCompile(`"orderId":"([^"]*)"`) // only a listing has one
+	listed := func(id string) string {
+		v, err := st.Token(ctx, readmodel.Ethereum, "0xc0", id)
+		require.NoError(t, err)
+		if m := orderID.FindSubmatch(append(append([]byte(nil), v.Body.Head...), v.Body.Tail...)); m != nil {
+			return string(m[1])
+		}
+		return ""
+	}
+	for id, want := range map[string]string{"1": "a1", "2": "a2", "3": "", "4": ""} {
+		assert.Equal(t, want, listed(id), "token %s before", id)
+	}
+	before := st.TokensVersion()
+	_, rendered = applyDeferred(t, st, 3, book(3, row("1", "150", "NATIVE", "b1"), row("4", "400", "NATIVE", "a4"), row("3", "300", "opensea", "x3")))
+	assert.Empty(t, rendered, "no token record written")
+	assert.NotEqual(t, before, st.TokensVersion(), "the tokens' views may have changed")
+	for id, want := range map[string]string{"1": "b1", "2": "", "3": "", "4": "a4"} {
+		assert.Equal(t, want, listed(id), "token %s after", id)
 	}
 }
 

@@ -19,9 +19,10 @@
 // View rules (SPEC §2, §4) are in readmodel's pure functions
 // (readmodel/project.go); this package decides what to re-render when an
 // input changes: a collection's detail, browse entries, listing snapshot
-// and floor; token records when their document or the order book changes
-// (the store renders token views on read, so a listing expiring writes
-// nothing); every collection's views when a source-wide status changes (a
+// and floor; token records when their document changes (the store renders
+// token views on read, their native listing from the collection's order
+// book, so neither an order-book change nor a listing expiring writes a
+// token record); every collection's views when a source-wide status changes (a
 // re-render job, batched and resumable); and, by the injected clock,
 // snapshots at their deadline: a failing
 // source's rows aging out, or an expiry that the API's request-time

@@ -1,7 +1,6 @@
 package projector
 
 import (
-	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -169,92 +168,18 @@ func (a *applier) noteBucketToken(cid string, bucket uint32, k string) {
 	a.bucketToks[bk][k] = true
 }
 
-// writeToken writes token k's record: its document as last applied and
-// the native order-book rows of its collection live for it (the store
-// renders the view from them on read). A token without a document has
-// nothing to write (applyTokens deleted it).
+// writeToken writes token k's record: its document as last applied (the
+// store renders the view from it and the collection's order book on
+// read). A token without a document has nothing to write (applyTokens
+// deleted it).
 func (a *applier) writeToken(k string) error {
 	t, err := a.token(k)
 	if err != nil || t == nil {
 		return err
 	}
 	r := *t
-	r.Native = nil
-	if r.Doc.Chain.IsEVM() {
-		idx, err := a.nativeRows(r.Doc.CollectionID)
-		if err != nil {
-			return err
-		}
-		r.Native = idx[k]
-	}
 	r.Version = a.ver()
 	a.tx.PutTokenRecord(k, &r)
 	a.putTokenMemo(k, &r)
 	return nil
-}
-
-// nativeRows returns collection cid's native order-book rows live at the
-// book's observation, by token key (what a token record holds), built once
-// per transaction and order book.
-func (a *applier) nativeRows(cid string) (map[string][]readmodel.ListingRow, error) {
-	if m, ok := a.natives[cid]; ok {
-		return m, nil
-	}
-	ob, err := a.orderBook(cid)
-	if err != nil {
-		return nil, err
-	}
-	m := nativeSets(ob)
-	if a.natives == nil {
-		a.natives = map[string]map[string][]readmodel.ListingRow{}
-	}
-	a.natives[cid] = m
-	return m, nil
-}
-
-// renderTokensOf re-writes the records of the tokens whose native
-// listings changed between the old and the current order-book rows of a
-// collection: a token's view shows its cheapest native row live when it
-// is read, so a token whose live native rows are the same, unchanged,
-// keeps its record. In a steady cycle most rows are unchanged, so this
-// touches few tokens instead of every listed one.
-func (a *applier) renderTokensOf(old, cur *rowsInput) error {
-	before := nativeSets(old)
-	after := nativeSets(cur)
-	keys := make([]string, 0, len(before)+len(after))
-	for k, r := range after {
-		if o, ok := before[k]; !ok || !reflect.DeepEqual(o, r) {
-			keys = append(keys, k)
-		}
-	}
-	for k := range before {
-		if _, ok := after[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if err := a.touchToken(k); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// nativeSets maps each EVM token key of in's rows to its native rows live
-// at in.ObservedAt, in the rows' order.
-func nativeSets(in *rowsInput) map[string][]readmodel.ListingRow {
-	if in == nil {
-		return nil
-	}
-	m := map[string][]readmodel.ListingRow{}
-	for i := range in.Rows {
-		r := &in.Rows[i]
-		if !r.Chain.IsEVM() || !r.Native() || !r.Live(in.ObservedAt) {
-			continue
-		}
-		k := readmodel.TokenKey(r.Chain, r.ContractAddress, r.TokenID)
-		m[k] = append(m[k], *r)
-	}
-	return m
 }

@@ -255,8 +255,9 @@ func TestTokenFollowsOrderBookAndBuckets(t *testing.T) {
 
 // TestOrderBookTouchesOnlyChangedTokens: after an order-book message every
 // token view shows its current cheapest live native listing (new,
-// repriced, gone), and a token whose listing is unchanged keeps its view
-// and version. Which tokens get rendered at all is TestRenderTokensOf.
+// repriced, gone), and a token whose shown listing is unchanged keeps its
+// view and version. That no token record is written at all is
+// TestOrderBookWritesNoTokenRecord.
 func TestOrderBookTouchesOnlyChangedTokens(t *testing.T) {
 	e := mustEnv(t)
 	ctx := context.Background()
@@ -282,7 +283,7 @@ func TestOrderBookTouchesOnlyChangedTokens(t *testing.T) {
 	}
 	e.run(listingsMsg(readmodel.SourceOrderBook, cid,
 		evmRow(cid, contract, "1", "100", "NATIVE", "a1"),  // unchanged
-		evmRow(cid, contract, "1", "150", "NATIVE", "b1"),  // dearer second listing: not shown, but its record keeps it for when a1 expires
+		evmRow(cid, contract, "1", "150", "NATIVE", "b1"),  // dearer second listing: not shown (until a1 expires)
 		evmRow(cid, contract, "2", "250", "NATIVE", "a2"),  // repriced
 		evmRow(cid, contract, "4", "450", "opensea", "x4"), // not native: not a token view input
 		evmRow(cid, contract, "5", "500", "NATIVE", "a5"))) // new; token 3 lost its listing
@@ -290,7 +291,7 @@ func TestOrderBookTouchesOnlyChangedTokens(t *testing.T) {
 		id      string
 		changed bool
 	}{
-		{"1", true}, {"2", true}, {"3", true}, {"4", false}, {"5", true},
+		{"1", false}, {"2", true}, {"3", true}, {"4", false}, {"5", true},
 	}
 	for _, tt := range tests {
 		t.Run("token "+tt.id, func(t *testing.T) {

@@ -125,6 +125,8 @@ func sizeOf(v any) int64 {
 		n = int64(len(x.Body.Head) + len(x.Body.Tail) + len(x.Fallback.Head) + len(x.Fallback.Tail))
 	case cachedToken:
 		n = int64(len(x.view.Body.Head) + len(x.view.Body.Tail))
+	case *natives:
+		n = x.size
 	case render.ListingsView:
 		for _, it := range x.Items {
 			n += int64(len(it)) + 32

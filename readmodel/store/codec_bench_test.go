@@ -13,8 +13,9 @@ import (
 // its record, what a token read that misses the cache pays.
 func BenchmarkRenderToken(b *testing.B) {
 	t0 := time.Date(2026, 11, 22, 21, 0, 0, 0, time.UTC)
-	_, r := evmToken(t0)
+	k, r, native := evmToken(t0)
 	raw := EncodeTokenRecord(r)
+	rows := NativeSets(t0, native)[k]
 	b.ReportAllocs()
 	for b.Loop() {
 		rec, err := DecodeTokenRecord(raw)
@@ -22,7 +23,7 @@ func BenchmarkRenderToken(b *testing.B) {
 			b.Fatal(err)
 		}
 		royalty := int64(500)
-		RenderToken(rec, &royalty, t0)
+		RenderToken(rec, rows, &royalty, t0)
 	}
 }
 

@@ -90,9 +90,15 @@ func decodeRows(raw []byte) (time.Time, []readmodel.ListingRow, error) {
 }
 
 // PutRows stores source src's listing rows of collection cid, observed at
-// observedAt (the input InRows).
+// observedAt (the input InRows). The order book's rows are what the
+// collection's token views show (natives.go): writing them drops the
+// cached natives and moves TokensVersion.
 func (t *Tx) PutRows(src, cid string, observedAt time.Time, rows []readmodel.ListingRow) {
 	t.set(inputKey(InRows, []string{src, cid}), packInput(encodeRows(observedAt, rows)))
+	if src == string(readmodel.SourceOrderBook) {
+		t.touched = append(t.touched, nativesKey(cid))
+		t.tokenWrites = true
+	}
 }
 
 // Rows returns what PutRows stored for (src, cid); ok is false when

@@ -379,7 +379,9 @@ func gcPause(took time.Duration, share float64) time.Duration {
 //	20: a collection's summary is stored once (v/bi/), its browse entries
 //	   hold its content hash
 //	21: listing snapshots hold their rows (rows records), rendered on read
-const Schema = "21"
+//	22: token records hold no native order-book rows: a token's view
+//	   reads them from its collection's order book (natives.go)
+const Schema = "22"
 
 // schema is what the store records: Schema and a fingerprint of the
 // record's field lists (readmodel.TokenDoc's, ListingRow's and SaleRow's
@@ -1013,6 +1015,10 @@ func (s *Store) Digest(ctx context.Context, at time.Time) (string, error) {
 			vk := append([]byte(nil), pToken...)
 			stop := ctx.Err
 			royalties := map[string]*int64{}
+			// A collection's tokens are one address's, read in a row:
+			// its order book is decoded once while they last.
+			var book *natives
+			bookOf := ""
 			return eachTokenRecord(txn, stop, func(k, raw string) error {
 				r, err := decodeTokenRecord(raw)
 				if err != nil {
@@ -1029,7 +1035,17 @@ func (s *Store) Digest(ctx context.Context, at time.Time) (string, error) {
 					}
 					royalties[r.Doc.CollectionID] = royalty
 				}
-				v, _ := RenderToken(r, royalty, at)
+				var native []readmodel.ListingRow
+				if r.Doc.Chain.IsEVM() {
+					if book == nil || bookOf != r.Doc.CollectionID {
+						if book, err = readNatives(txn, r.Doc.CollectionID); err != nil {
+							return err
+						}
+						bookOf = r.Doc.CollectionID
+					}
+					native = book.rows[k]
+				}
+				v, _ := RenderToken(r, native, royalty, at)
 				e := &enc{}
 				e.timed(v.Body)
 				put(append(vk[:len(pToken)], k...), e.b)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,9 +14,10 @@ import (
 	"github.com/marketd/marketd/readmodel/render"
 )
 
-// evmToken is an EVM token record with two native rows (the cheaper one
-// expiring first) and an overlay that outlives both.
-func evmToken(t0 time.Time) (string, *TokenRecord) {
+// evmToken is an EVM token record with two native rows in its
+// collection's order book (the cheaper one expiring first) and an overlay
+// that outlives both.
+func evmToken(t0 time.Time) (string, *TokenRecord, []readmodel.ListingRow) {
 	d := sampleTokenDoc()
 	exp1, exp2, exp3 := t0.Add(time.Minute), t0.Add(2*time.Minute), t0.Add(3*time.Minute)
 	d.Overlay.ExpiresAt = &exp3
@@ -24,7 +26,14 @@ func evmToken(t0 time.Time) (string, *TokenRecord) {
 	n2 := n1
 	n2.PriceRaw, n2.ExpiresAt, n2.OrderID = "2000000000000000000", &exp2, "b"
 	k := readmodel.TokenKey(d.Chain, d.ContractAddress, d.TokenID)
-	return k, &TokenRecord{Bucket: 1, Version: 7, ObservedAt: t0, Doc: d, Native: []readmodel.ListingRow{n2, n1}}
+	return k, &TokenRecord{Bucket: 1, Version: 7, ObservedAt: t0, Doc: d}, []readmodel.ListingRow{n2, n1}
+}
+
+// putEVMToken writes token k's record and its collection's order book,
+// observed at the record's time.
+func putEVMToken(tx *Tx, k string, rec *TokenRecord, book []readmodel.ListingRow) {
+	tx.PutTokenRecord(k, rec)
+	tx.PutRows(string(readmodel.SourceOrderBook), rec.Doc.CollectionID, rec.ObservedAt, book)
 }
 
 // TestTokenRenderedOnRead: a token's view is rendered from its record as
@@ -40,8 +49,8 @@ func TestTokenRenderedOnRead(t *testing.T) {
 	s, err := Open(ctx, t.TempDir(), Options{Now: func() time.Time { return time.Unix(0, clock.Load()).UTC() }})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close(ctx) })
-	k, rec := evmToken(t0)
-	require.NoError(t, s.Update(ctx, func(tx *Tx) error { tx.PutTokenRecord(k, rec); return nil }))
+	k, rec, book := evmToken(t0)
+	require.NoError(t, s.Update(ctx, func(tx *Tx) error { putEVMToken(tx, k, rec, book); return nil }))
 	d := &rec.Doc
 	read := func() render.TokenView {
 		v, err := s.Token(ctx, d.Chain, d.ContractAddress, d.TokenID)
@@ -58,8 +67,8 @@ func TestTokenRenderedOnRead(t *testing.T) {
 		at     time.Time
 		native *readmodel.ListingRow
 	}{
-		{"the cheapest native row", t0, &rec.Native[1]},
-		{"the cheaper one expired: the other", t0.Add(90 * time.Second), &rec.Native[0]},
+		{"the cheapest native row", t0, &book[1]},
+		{"the cheaper one expired: the other", t0.Add(90 * time.Second), &book[0]},
 		{"both expired: the overlay", t0.Add(150 * time.Second), nil},
 		{"everything expired", t0.Add(time.Hour), nil},
 	} {
@@ -72,6 +81,22 @@ func TestTokenRenderedOnRead(t *testing.T) {
 			assert.Equal(t, v, read(), "the same view from the cache")
 		})
 	}
+	clock.Store(t0.UnixNano())
+	repriced := slices.Clone(book)
+	repriced[1].PriceRaw, repriced[1].OrderID = "500000000000000000", "c"
+	putBook := func(rows []readmodel.ListingRow) {
+		require.NoError(t, s.Update(ctx, func(tx *Tx) error {
+			tx.PutRows(string(readmodel.SourceOrderBook), d.CollectionID, t0, rows)
+			return nil
+		}))
+	}
+	putBook(repriced)
+	v := read()
+	assert.Equal(t, string(want(t0, &repriced[1])), string(v.Body.Head), "the order book written again is served at once")
+	assert.False(t, versions[v.Version], "a new version for another native row")
+	versions[v.Version] = true
+	putBook(nil)
+	assert.Equal(t, string(want(t0, nil)), string(read().Body.Head), "no native row left: the overlay")
 	rec2 := *rec
 	rec2.Doc.Name, rec2.Version = "renamed", 8
 	require.NoError(t, s.Update(ctx, func(tx *Tx) error { tx.PutTokenRecord(k, &rec2); return nil }))
@@ -89,11 +114,11 @@ func TestDigestRendersTokens(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 11, 22, 21, 0, 0, 0, time.UTC)
 	a, b := mustOpen(t), mustOpen(t)
-	k, rec := evmToken(t0)
+	k, rec, book := evmToken(t0)
 	other := *rec
 	other.Version = 99
-	require.NoError(t, a.Update(ctx, func(tx *Tx) error { tx.PutTokenRecord(k, rec); return nil }))
-	require.NoError(t, b.Update(ctx, func(tx *Tx) error { tx.PutTokenRecord(k, &other); return nil }))
+	require.NoError(t, a.Update(ctx, func(tx *Tx) error { putEVMToken(tx, k, rec, book); return nil }))
+	require.NoError(t, b.Update(ctx, func(tx *Tx) error { putEVMToken(tx, k, &other, book); return nil }))
 	da, err := a.Digest(ctx, t0)
 	require.NoError(t, err)
 	db, err := b.Digest(ctx, t0)
@@ -102,6 +127,13 @@ func TestDigestRendersTokens(t *testing.T) {
 	later, err := a.Digest(ctx, t0.Add(90*time.Second))
 	require.NoError(t, err)
 	assert.NotEqual(t, da, later)
+	require.NoError(t, b.Update(ctx, func(tx *Tx) error {
+		tx.PutRows(string(readmodel.SourceOrderBook), rec.Doc.CollectionID, t0, book[:1]) // the cheaper row gone
+		return nil
+	}))
+	dbook, err := b.Digest(ctx, t0)
+	require.NoError(t, err)
+	assert.NotEqual(t, db, dbook, "the digest renders the order book's rows")
 }
 
 // TestTokensVersion: TokensVersion moves with every commit that writes or
@@ -110,13 +142,19 @@ func TestDigestRendersTokens(t *testing.T) {
 func TestTokensVersion(t *testing.T) {
 	ctx := context.Background()
 	s := mustOpen(t)
-	k, rec := evmToken(time.Date(2026, 11, 22, 21, 0, 0, 0, time.UTC))
+	k, rec, book := evmToken(time.Date(2026, 11, 22, 21, 0, 0, 0, time.UTC))
 	for _, tc := range []struct {
 		name  string
 		fn    func(tx *Tx)
 		moves bool
 	}{
 		{"a token written", func(tx *Tx) { tx.PutTokenRecord(k, rec) }, true},
+		{"an order book written (its tokens show its rows)", func(tx *Tx) {
+			tx.PutRows(string(readmodel.SourceOrderBook), rec.Doc.CollectionID, rec.ObservedAt, book)
+		}, true},
+		{"another source's rows written", func(tx *Tx) {
+			tx.PutRows(string(readmodel.SourceIndexerMirror), rec.Doc.CollectionID, rec.ObservedAt, book)
+		}, false},
 		{"another view written", func(tx *Tx) { tx.Register("polygon_x") }, false},
 		{"a position moved", func(tx *Tx) { tx.SetPosition("MARKETD_STATE", StreamPos{Seq: 9}) }, false},
 		{"a new USD quote", func(tx *Tx) { tx.PutQuote(readmodel.USDRates{"ETH": 3000}, true) }, true},
@@ -147,9 +185,9 @@ func TestTokenListingChargesRoyalty(t *testing.T) {
 	s, err := Open(ctx, t.TempDir(), Options{Now: func() time.Time { return t0 }})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close(ctx) })
-	k, rec := evmToken(t0)
+	k, rec, book := evmToken(t0)
 	d := &rec.Doc
-	require.NoError(t, s.Update(ctx, func(tx *Tx) error { tx.PutTokenRecord(k, rec); return nil }))
+	require.NoError(t, s.Update(ctx, func(tx *Tx) error { putEVMToken(tx, k, rec, book); return nil }))
 	bps := func(v int64) *int64 { return &v }
 	versions := map[uint64]bool{}
 	digests := map[string]bool{}
@@ -181,6 +219,48 @@ func TestTokenListingChargesRoyalty(t *testing.T) {
 			require.NoError(t, err)
 			assert.False(t, digests[dg], "the digest renders tokens with the royalty")
 			digests[dg] = true
+		})
+	}
+}
+
+// TestNativeSets: a token's view chooses its native listing among its
+// collection's order-book rows that are EVM, native and live when the book
+// was observed, in the book's order (a dearer second listing kept).
+func TestNativeSets(t *testing.T) {
+	t0 := time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)
+	row := func(chain readmodel.Chain, token, raw, market, order string, exp *time.Time) readmodel.ListingRow {
+		return readmodel.ListingRow{Chain: chain, ContractAddress: "0xc0", TokenID: token, CollectionID: "c",
+			PriceRaw: raw, Seller: "0xs" + token, Marketplace: market, Status: readmodel.StatusActive, Timestamp: t0.Add(-time.Hour), OrderID: order, ExpiresAt: exp}
+	}
+	gone, later := t0.Add(-time.Second), t0.Add(time.Second)
+	key := func(chain readmodel.Chain, id string) string { return readmodel.TokenKey(chain, "0xc0", id) }
+	tests := []struct {
+		name string
+		rows []readmodel.ListingRow
+		want map[string][]string // token key: order ids
+	}{
+		{"none", nil, nil},
+		{"native rows, a dearer duplicate kept in order", []readmodel.ListingRow{
+			row(readmodel.Ethereum, "1", "100", "NATIVE", "a1", nil), row(readmodel.Ethereum, "2", "200", "NATIVE", "a2", &later),
+			row(readmodel.Ethereum, "1", "150", "NATIVE", "b1", nil),
+		}, map[string][]string{key(readmodel.Ethereum, "1"): {"a1", "b1"}, key(readmodel.Ethereum, "2"): {"a2"}}},
+		{"expired at the observation, not native, not EVM: left out", []readmodel.ListingRow{
+			row(readmodel.Base, "1", "100", "NATIVE", "a1", &gone), row(readmodel.Base, "2", "200", "opensea", "x2", nil),
+			row(readmodel.Solana, "3", "300", "NATIVE", "s3", nil), row(readmodel.Base, "4", "400", "NATIVE", "a4", nil),
+		}, map[string][]string{key(readmodel.Base, "4"): {"a4"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got map[string][]string
+			for k, rows := range NativeSets(t0, tt.rows) {
+				if got == nil {
+					got = map[string][]string{}
+				}
+				for _, r := range rows {
+					got[k] = append(got[k], r.OrderID)
+				}
+			}
+			assert.Equal(t, tt.want, got)
 		})
 	}
 }

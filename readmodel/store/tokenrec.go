@@ -19,14 +19,14 @@ import (
 //	hash     8 bytes  xxhash64 of the encoded document (big endian)
 //	bucket   4 bytes  the bucket whose message wrote the document (big endian)
 //	version  8 bytes  the view version of the write (big endian)
-//	body              the observation time, the document, then the token's
-//	                  native order-book rows (uvarint count, then each row)
+//	body              the observation time, then the document
 //
 // The hash decides whether a republished bucket's token changed, the
-// bucket whether a bucket that no longer lists it may delete it. The
-// native rows are those of the collection's order book that were live
-// when it was observed (EVM only; usually none or one): the view shows the
-// cheapest still live at read time, so a listing expiring needs no write.
+// bucket whether a bucket that no longer lists it may delete it. A
+// record holds the token's document only: the native order-book rows its
+// view shows (EVM only) are read from the collection's order book when
+// the view is rendered (natives.go), so an order-book change writes no
+// token record (schema 22).
 //
 // There is no stored view beside the record (schema 10): at 10,000
 // collections x 100 tokens the pre-rendered view (661 bytes compressed, a
@@ -54,9 +54,6 @@ type TokenRecord struct {
 	Version    uint64
 	ObservedAt time.Time
 	Doc        readmodel.TokenDoc
-	// Native holds the token's native order-book rows live at the order
-	// book's observation (EVM only).
-	Native []readmodel.ListingRow
 
 	// doc is Doc's encoding when it is known (HashDoc, or the record this
 	// one was decoded from); EncodeTokenRecord then copies it instead of
@@ -108,10 +105,6 @@ func EncodeTokenRecord(r *TokenRecord) []byte {
 	}
 	r.Hash = xxhash.Sum64(b[start:])
 	binary.BigEndian.PutUint64(b, r.Hash)
-	b = binary.AppendUvarint(b, uint64(len(r.Native)))
-	for i := range r.Native {
-		b = appendRow(b, &r.Native[i], &r.Doc)
-	}
 	return b
 }
 
@@ -197,17 +190,6 @@ func decodeTokenBody(body string) (*TokenRecord, error) {
 	start := r.i
 	t.Doc.Fields(r)
 	t.doc = r.s[start:r.i]
-	if n := r.uvarint(); n > 0 && !r.bad {
-		if n > uint64(len(r.s)-r.i) { // every row takes at least a byte
-			r.fail()
-		} else {
-			t.Native = make([]readmodel.ListingRow, n)
-			r.inRow = true
-			for i := range t.Native {
-				t.Native[i].Fields(r)
-			}
-		}
-	}
 	if r.bad || r.i != len(r.s) {
 		return nil, errCorruptTokenRecord
 	}

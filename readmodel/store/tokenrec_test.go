@@ -78,10 +78,6 @@ func TestTokenRecordRoundTrip(t *testing.T) {
 			for i := 0; i < 2000; i++ {
 				doc, at := gen()
 				in := &TokenRecord{Bucket: r.Uint32(), Version: r.Uint64(), ObservedAt: at, Doc: doc}
-				if i%3 == 1 {
-					in.Native = []readmodel.ListingRow{*sampleTokenDoc().Overlay, {}}
-					jsontest.Fill(r, reflect.ValueOf(&in.Native[1]).Elem())
-				}
 				rec := EncodeTokenRecord(in)
 				h, b, ok := tokenRecordHead(rec)
 				require.True(t, ok)
@@ -96,7 +92,7 @@ func TestTokenRecordRoundTrip(t *testing.T) {
 				require.Equal(t, in, got)
 				// A record hashed first (the projector's path) and one
 				// re-encoded from a decoded record write the same bytes.
-				hashed := &TokenRecord{Bucket: in.Bucket, Version: in.Version, ObservedAt: at, Doc: doc, Native: in.Native}
+				hashed := &TokenRecord{Bucket: in.Bucket, Version: in.Version, ObservedAt: at, Doc: doc}
 				assert.Equal(t, h, hashed.HashDoc())
 				assert.Equal(t, rec, EncodeTokenRecord(hashed))
 				again, err := DecodeTokenRecord(rec)
@@ -114,9 +110,9 @@ func TestTokenRecordHash(t *testing.T) {
 	base := sampleTokenDoc()
 	at := time.Date(2026, 11, 22, 21, 0, 0, 0, time.UTC)
 	want := TokenDocHash(&base)
-	same := &TokenRecord{Bucket: 2, Version: 3, ObservedAt: at.Add(time.Hour), Doc: base, Native: []readmodel.ListingRow{*base.Overlay}}
+	same := &TokenRecord{Bucket: 2, Version: 3, ObservedAt: at.Add(time.Hour), Doc: base}
 	EncodeTokenRecord(same)
-	assert.Equal(t, want, same.Hash, "observation time, bucket, version and native rows are not the document")
+	assert.Equal(t, want, same.Hash, "observation time, bucket and version are not the document")
 
 	other := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
 	rank := int64(18)
@@ -158,7 +154,7 @@ func TestTokenRecordHash(t *testing.T) {
 // record with bytes after its end.
 func TestTokenRecordCorrupt(t *testing.T) {
 	doc := sampleTokenDoc()
-	rec := EncodeTokenRecord(&TokenRecord{Bucket: 3, ObservedAt: time.Date(2026, 11, 22, 21, 0, 0, 0, time.UTC), Doc: doc, Native: []readmodel.ListingRow{*doc.Overlay}})
+	rec := EncodeTokenRecord(&TokenRecord{Bucket: 3, ObservedAt: time.Date(2026, 11, 22, 21, 0, 0, 0, time.UTC), Doc: doc})
 	for n := 0; n < len(rec); n++ {
 		_, err := DecodeTokenRecord(rec[:n])
 		assert.ErrorIs(t, err, errCorruptTokenRecord, "truncated to %d of %d bytes", n, len(rec))
@@ -173,7 +169,7 @@ func TestTokenRecordCorrupt(t *testing.T) {
 // decodes re-encodes to a record that decodes to the same value.
 func FuzzTokenRecord(f *testing.F) {
 	doc := sampleTokenDoc()
-	f.Add(EncodeTokenRecord(&TokenRecord{Bucket: 3, ObservedAt: time.Date(2026, 11, 22, 21, 0, 0, 0, time.UTC), Doc: doc, Native: []readmodel.ListingRow{*doc.Overlay}}))
+	f.Add(EncodeTokenRecord(&TokenRecord{Bucket: 3, ObservedAt: time.Date(2026, 11, 22, 21, 0, 0, 0, time.UTC), Doc: doc}))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, rec []byte) {
 		got, err := DecodeTokenRecord(rec)

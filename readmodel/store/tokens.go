@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/marketd/marketd/readmodel"
@@ -82,7 +83,9 @@ type cachedToken struct {
 	view    render.TokenView
 	until   int64
 	cid     string // its collection,
-	royalty *int64 // whose royaltyBps the view was rendered with
+	royalty *int64 // whose royaltyBps the view was rendered with,
+	evm     bool   // and, for an EVM token,
+	natives uint64 // the stamp of the order book it was rendered from
 }
 
 // Token returns the TokenDetail of (chain, address, tokenID), address and
@@ -100,12 +103,21 @@ func (s *Store) Token(ctx context.Context, chain readmodel.Chain, address, token
 	c, gen, ok := s.cache.getBytes(kk)
 	if ok {
 		if ct := c.(cachedToken); ct.until == 0 || now.UnixNano() < ct.until {
-			// The view charges its collection's royalty: still the same?
+			// The view charges its collection's royalty and shows a row
+			// of its order book: still the same?
 			royalty, err := s.royaltyOf(ct.cid)
 			if err != nil {
 				return render.TokenView{}, err
 			}
-			if readmodel.SameBps(royalty, ct.royalty) {
+			same := readmodel.SameBps(royalty, ct.royalty)
+			if same && ct.evm {
+				nb, err := s.nativesOf(ct.cid)
+				if err != nil {
+					return render.TokenView{}, err
+				}
+				same = nb.stamp == ct.natives
+			}
+			if same {
 				ct.view.Until = ct.until
 				return ct.view, nil
 			}
@@ -127,14 +139,24 @@ func (s *Store) Token(ctx context.Context, chain readmodel.Chain, address, token
 	if err != nil {
 		return render.TokenView{}, err
 	}
-	v, until := RenderToken(r, royalty, now)
+	ct := cachedToken{cid: r.Doc.CollectionID, royalty: royalty, evm: r.Doc.Chain.IsEVM()}
+	var native []readmodel.ListingRow
+	if ct.evm {
+		nb, err := s.nativesOf(ct.cid)
+		if err != nil {
+			return render.TokenView{}, err
+		}
+		native, ct.natives = nb.rows[ck[len(pToken):]], nb.stamp
+	}
+	v, until := RenderToken(r, native, royalty, now)
 	q := s.USD()
 	v.Body, v.USD = filledTimed(v.Body, q), q.Version
 	var u int64
 	if !until.IsZero() {
 		u = until.UnixNano()
 	}
-	s.cache.put(ck, cachedToken{view: v, until: u, cid: r.Doc.CollectionID, royalty: royalty}, gen)
+	ct.view, ct.until = v, u
+	s.cache.put(ck, ct, gen)
 	v.Until = u
 	return v, nil
 }
@@ -155,10 +177,13 @@ func (s *Store) ViewsVersion() uint64 { return s.cache.viewsGen.Load() }
 
 // RenderToken renders record r's TokenDetail as of now (with USD slots,
 // render.TemplateUSD) and returns when it next changes by the clock
-// alone (zero: never). royaltyBps is the collection's royalty (nil:
+// alone (zero: never). native is the token's native order-book rows live
+// at the book's observation (NativeSets; EVM only): the view shows the
+// cheapest still live. royaltyBps is the collection's royalty (nil:
 // unknown), charged in the listing's fees. The version changes with the
-// record, with each listing row that expires and with the royalty.
-func RenderToken(r *TokenRecord, royaltyBps *int64, now time.Time) (render.TokenView, time.Time) {
+// record, with the native row shown, with each listing row that expires
+// and with the royalty.
+func RenderToken(r *TokenRecord, native []readmodel.ListingRow, royaltyBps *int64, now time.Time) (render.TokenView, time.Time) {
 	liveAt := now
 	if liveAt.Before(r.ObservedAt) {
 		liveAt = r.ObservedAt
@@ -166,8 +191,8 @@ func RenderToken(r *TokenRecord, royaltyBps *int64, now time.Time) (render.Token
 	in := render.TokenInputs{Doc: &r.Doc, ObservedAt: r.ObservedAt, LiveAt: liveAt, RoyaltyBps: royaltyBps}
 	expired := uint64(0)
 	if r.Doc.Chain.IsEVM() {
-		for i := range r.Native {
-			n := &r.Native[i]
+		for i := range native {
+			n := &native[i]
 			if !n.Live(liveAt) {
 				expired++
 				continue
@@ -183,6 +208,15 @@ func RenderToken(r *TokenRecord, royaltyBps *int64, now time.Time) (render.Token
 	v := render.TokenJSON(in)
 	v.Body.Head, v.Body.Tail = render.TemplateUSD(v.Body.Head), render.TemplateUSD(v.Body.Tail)
 	v.Version = r.Version<<8 | min(expired, 255)
+	if in.Native != nil {
+		// The record's version does not move with its order book: the
+		// row shown is hashed in.
+		bp := hashBuf.Get().(*[]byte)
+		b := appendRow((*bp)[:0], in.Native, &r.Doc)
+		v.Version ^= xxhash.Sum64(b)
+		*bp = b
+		hashBuf.Put(bp)
+	}
 	if royaltyBps != nil {
 		// An odd multiplier keeps distinct royalties distinct, and unlike
 		// an unknown one (no term), for the same record.
