@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"time"
+	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/dgraph-io/badger/v4"
@@ -30,7 +31,7 @@ type natives struct {
 	// token view rendered under another stamp is rendered again.
 	stamp uint64
 	rows  map[string][]readmodel.ListingRow // NativeSets of the book
-	size  int64                             // approximate bytes, for the cache
+	size  int64                             // approximate bytes held, for the cache
 }
 
 // NativeSets maps each EVM token key of rows, observed at observedAt, to
@@ -99,7 +100,12 @@ func readNatives(txn *badger.Txn, cid string) (*natives, error) {
 		if err != nil {
 			return err
 		}
-		n = &natives{stamp: xxhash.Sum64(raw) | 1, rows: NativeSets(at, rows), size: int64(len(raw))}
+		n = &natives{stamp: xxhash.Sum64(raw) | 1, rows: NativeSets(at, rows)}
+		// The rows' strings share one copy of the record.
+		n.size = int64(len(raw))
+		for _, rs := range n.rows {
+			n.size += int64(len(rs)) * int64(unsafe.Sizeof(readmodel.ListingRow{}))
+		}
 		return nil
 	})
 	return n, err
