@@ -15,7 +15,7 @@ func BenchmarkRenderToken(b *testing.B) {
 	t0 := time.Date(2026, 11, 22, 21, 0, 0, 0, time.UTC)
 	k, r, native := evmToken(t0)
 	raw := EncodeTokenRecord(r)
-	rows := NativeSets(t0, native)[k]
+	rows := nativeSets(t0, native)[k]
 	b.ReportAllocs()
 	for b.Loop() {
 		rec, err := DecodeTokenRecord(raw)

@@ -30,14 +30,14 @@ type natives struct {
 	// stamp is a hash of the stored order book (0: none stored): a cached
 	// token view rendered under another stamp is rendered again.
 	stamp uint64
-	rows  map[string][]readmodel.ListingRow // NativeSets of the book
+	rows  map[string][]readmodel.ListingRow // nativeSets of the book
 	size  int64                             // approximate bytes held, for the cache
 }
 
-// NativeSets maps each EVM token key of rows, observed at observedAt, to
+// nativeSets maps each EVM token key of rows, observed at observedAt, to
 // its native rows live at observedAt, in the rows' order: what a token's
 // view chooses its native listing from.
-func NativeSets(observedAt time.Time, rows []readmodel.ListingRow) map[string][]readmodel.ListingRow {
+func nativeSets(observedAt time.Time, rows []readmodel.ListingRow) map[string][]readmodel.ListingRow {
 	var m map[string][]readmodel.ListingRow
 	for i := range rows {
 		r := &rows[i]
@@ -100,7 +100,7 @@ func readNatives(txn *badger.Txn, cid string) (*natives, error) {
 		if err != nil {
 			return err
 		}
-		n = &natives{stamp: xxhash.Sum64(raw) | 1, rows: NativeSets(at, rows)}
+		n = &natives{stamp: xxhash.Sum64(raw) | 1, rows: nativeSets(at, rows)}
 		// The rows' strings share one copy of the record.
 		n.size = int64(len(raw))
 		for _, rs := range n.rows {

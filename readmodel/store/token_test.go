@@ -252,7 +252,7 @@ func TestNativeSets(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got map[string][]string
-			for k, rows := range NativeSets(t0, tt.rows) {
+			for k, rows := range nativeSets(t0, tt.rows) {
 				if got == nil {
 					got = map[string][]string{}
 				}

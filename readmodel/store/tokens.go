@@ -178,7 +178,7 @@ func (s *Store) ViewsVersion() uint64 { return s.cache.viewsGen.Load() }
 // RenderToken renders record r's TokenDetail as of now (with USD slots,
 // render.TemplateUSD) and returns when it next changes by the clock
 // alone (zero: never). native is the token's native order-book rows live
-// at the book's observation (NativeSets; EVM only): the view shows the
+// at the book's observation (nativeSets; EVM only): the view shows the
 // cheapest still live. royaltyBps is the collection's royalty (nil:
 // unknown), charged in the listing's fees. The version changes with the
 // record, with the native row shown, with each listing row that expires
