@@ -28,6 +28,7 @@ type cycle struct {
 	hashes    map[hkey][16]byte
 	attempted []hkey
 	status    map[hkey]statusState
+	polledAt  map[string]int64
 	newColls  []string
 	collsOK   bool
 	marks     map[string]string
@@ -46,7 +47,7 @@ func (in *Ingest) run(ctx context.Context, set map[readmodel.Source]bool) (Summa
 	in.lastNS = ns
 	c := &cycle{in: in, start: start, ns: strconv.FormatInt(ns, 10),
 		sum:    Summary{Start: start, Sources: map[string]*SourceSummary{}},
-		hashes: map[hkey][16]byte{}, status: map[hkey]statusState{}, marks: map[string]string{},
+		hashes: map[hkey][16]byte{}, status: map[hkey]statusState{}, polledAt: map[string]int64{}, marks: map[string]string{},
 		parts: map[hkey]int{}, listMemos: map[hkey]listingsMemo{}}
 	if in.resumeDue && !in.full {
 		in.resume(ctx, c)
@@ -112,6 +113,7 @@ func (in *Ingest) run(ctx context.Context, set map[readmodel.Source]bool) (Summa
 	for k, s := range c.status {
 		in.status[k] = s
 	}
+	maps.Copy(in.polled, c.polledAt)
 	for k, n := range c.parts {
 		in.parts[k] = n
 	}
@@ -246,11 +248,27 @@ func (c *cycle) publish(ctx context.Context, key string, msg *readmodel.Message,
 	return nil
 }
 
-// setStatus records the poll outcome of (src, coll) and publishes it on the
-// first cycle after start and whenever (ok, errorClass) changes.
-func (c *cycle) setStatus(ctx context.Context, src readmodel.Source, coll string, pollErr error) error {
+// setStatus records the poll outcome of (src, coll) and publishes it
+// when (ok, errorClass) changes; sent says that a message of the
+// collection's rows from src went out in this cycle.
+//
+// A collection with no status recorded is healthy since its poll's last
+// success (Ingest.polled): healthy collections carry no status on the
+// bus, only failures and the recoveries after them. At 100,000
+// collections a status per (source, collection) was a third of a first
+// cycle's messages and 40 % of the state stream's subjects, each held in
+// the NATS server's memory and read back by every replay. A source-wide
+// status (coll "") is published on the first cycle after start, as
+// before. A full cycle publishes every status again but a healthy one
+// whose collection's rows it sent: a node that lost the recovery of a
+// failure (a damaged or purged stream) is healed by those rows
+// (projector: renderHealed).
+func (c *cycle) setStatus(ctx context.Context, src readmodel.Source, coll string, pollErr error, sent bool) error {
 	sk := statusKey(src, coll)
 	prev, had := c.in.status[sk]
+	if !had && coll != "" {
+		prev, had = statusState{ok: true, lastGoodAt: c.in.polled[string(src)]}, true
+	}
 	class := source.ErrorClass(pollErr)
 	st := statusState{ok: pollErr == nil, class: classIndex(class)}
 	start := unixNano(c.start)
@@ -266,7 +284,8 @@ func (c *cycle) setStatus(ctx context.Context, src readmodel.Source, coll string
 	c.mu.Lock()
 	c.status[sk] = st
 	c.mu.Unlock()
-	if had && prev.ok == st.ok && prev.class == st.class && !c.sum.Full {
+	changed := !had || prev.ok != st.ok || prev.class != st.class
+	if !changed && (!c.sum.Full || (coll != "" && st.ok && sent)) {
 		return nil
 	}
 	msg := &readmodel.Message{Kind: readmodel.KindStatus, Source: src, CollectionID: coll, Status: st.pollStatus()}
@@ -310,7 +329,7 @@ func (c *cycle) poll(ctx context.Context, p Poller, sp source.Spec) {
 	c.mu.Unlock()
 	switch sp.Status {
 	case source.SourceWide:
-		_ = c.setStatus(ctx, sp.Source, "", err)
+		_ = c.setStatus(ctx, sp.Source, "", err, false)
 	case source.PerCollection:
 		c.finish(ctx, sp, pr.seen, err)
 	}
@@ -337,13 +356,15 @@ func (c *cycle) polled(ctx context.Context, sp source.Spec) {
 	c.pubMu.Lock()
 	err := c.in.pub.Publish(ctx, msg)
 	c.pubMu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if err != nil {
-		c.mu.Lock()
 		if c.pubErr == nil {
 			c.pubErr = err
 		}
-		c.mu.Unlock()
+		return
 	}
+	c.polledAt[sp.Name] = unixNano(c.start)
 }
 
 // finish publishes, for every listed collection the poll did not deliver,
@@ -355,13 +376,15 @@ func (c *cycle) finish(ctx context.Context, sp source.Spec, seen map[string]bool
 		if seen[id] {
 			continue
 		}
+		sent := false
 		if pollErr == nil && sp.Empty != "" {
 			msg := &readmodel.Message{Kind: sp.Empty, Source: sp.Source, CollectionID: id}
 			if c.offer(ctx, string(sp.Source), msg, hashOf(msg, now)) != nil {
 				return
 			}
+			sent = true
 		}
-		if c.setStatus(ctx, sp.Source, id, pollErr) != nil {
+		if c.setStatus(ctx, sp.Source, id, pollErr, sent) != nil {
 			return
 		}
 	}
@@ -410,7 +433,7 @@ func (pr *pollRun) Emit(u source.Unit) error {
 		if m, ok := c.unchangedRaw(subj, raw, u.At); ok {
 			c.accept(pr.key, int(m.n))
 			c.unchanged(pr.key)
-			return pr.delivered(id)
+			return pr.delivered(id, false)
 		}
 	}
 	b := u.Build(id)
@@ -427,7 +450,7 @@ func (pr *pollRun) Emit(u source.Unit) error {
 				return err
 			}
 		}
-		return pr.delivered(id)
+		return pr.delivered(id, len(b.Msgs) > 0)
 	}
 	var h [16]byte
 	for _, m := range b.Msgs {
@@ -455,15 +478,17 @@ func (pr *pollRun) Emit(u source.Unit) error {
 		c.listMemos[subj] = listingsMemo{raw: raw, content: h, minExp: b.Expires, n: int32(b.Rows)}
 		c.mu.Unlock()
 	}
-	return pr.delivered(id)
+	return pr.delivered(id, len(b.Msgs) > 0)
 }
 
-// delivered publishes a collection's ok status (PerCollection).
-func (pr *pollRun) delivered(id string) error {
+// delivered records a collection's ok status (PerCollection); sent says
+// whether this cycle offered a message of its rows (in a full cycle every
+// offer is published).
+func (pr *pollRun) delivered(id string, sent bool) error {
 	if pr.spec.Status != source.PerCollection {
 		return nil
 	}
-	return pr.c.setStatus(pr.ctx, pr.spec.Source, id, nil)
+	return pr.c.setStatus(pr.ctx, pr.spec.Source, id, nil, sent)
 }
 
 // checkCollection normalizes a unit's collection id and checks it against

@@ -34,7 +34,9 @@
 //   - KindStatus per (source, collection), CollectionID "" for source-wide
 //     polls (collection-index, price-feed, sales): published whenever
 //     (ok, errorClass) changes from what was last published (read back
-//     from the bus after a restart, else on the first cycle).
+//     from the bus after a restart, else on the first cycle). A
+//     collection with none is healthy: its statuses are its failures and
+//     the recoveries after them (see setStatus).
 //   - A failed poll (5xx, timeout, invalid JSON, transport) publishes
 //     Status{OK: false} for every collection it did not deliver and no rows
 //     for them, so their last good rows stay on the bus. Token polls publish
@@ -135,7 +137,11 @@ type Ingest struct {
 	cycleMu sync.Mutex        // held for a whole cycle; guards the fields below
 	hashes  map[hkey][16]byte // pointer-free maps: the garbage collector skips them
 	status  map[hkey]statusState
-	colls   []string // last good collection list; nil = never loaded
+	// polled is when each poll (by Spec.Name) last succeeded, as its
+	// readmodel.Polled says (unix ns): the last good time of a collection
+	// with no status recorded (see setStatus).
+	polled map[string]int64
+	colls  []string // last good collection list; nil = never loaded
 	// marks are the polls' resume points (token watermark, sales
 	// cursor), by Spec.Name.
 	marks map[string]string
@@ -234,7 +240,7 @@ func New(cfg Config, pub Publisher, log zerolog.Logger) (*Ingest, error) {
 		return nil, readmodel.Errorf(readmodel.Internal, "ingest: nil publisher")
 	}
 	in := &Ingest{cfg: cfg, pub: pub, log: log.With().Str("component", "ingest").Logger(), now: cfg.Now,
-		hashes: map[hkey][16]byte{}, status: map[hkey]statusState{}, marks: map[string]string{},
+		hashes: map[hkey][16]byte{}, status: map[hkey]statusState{}, polled: map[string]int64{}, marks: map[string]string{},
 		parts: map[hkey]int{}, listMemos: map[hkey]listingsMemo{},
 		full: cfg.State == nil, resumeDue: cfg.State != nil}
 	if in.now == nil {

@@ -223,17 +223,24 @@ func TestRunCycleFirstPublishesEverything(t *testing.T) {
 		assert.NotEqual(t, sim.EscrowWallet, r.Seller)
 	}
 
-	// Every (source, collection) status is published once, plus source-wide ones.
+	// Source-wide statuses are published; a healthy collection carries
+	// none (its rows say its sources answered), and every poll that
+	// succeeded says so (Polled).
 	statuses := byKind(msgs, readmodel.KindStatus)
 	perColl := map[readmodel.Source]int{}
 	for _, s := range statuses {
 		require.NotNil(t, s.Status)
 		assert.True(t, s.Status.OK)
 		assert.True(t, s.Status.LastGoodAt.Equal(e.now))
-		perColl[s.Source]++
+		if s.CollectionID != "" {
+			perColl[s.Source]++
+		}
 	}
 	for _, src := range []readmodel.Source{readmodel.SourceOrderBook, readmodel.SourceIndexerMirror, readmodel.SourceIndexerStats, readmodel.SourceAnalytics} {
-		assert.Equal(t, 20, perColl[src], "%s", src)
+		assert.Zero(t, perColl[src], "%s", src)
+		p := find(e.pub.polled, readmodel.KindPolled, src, "")
+		require.NotNil(t, p, "%s", src)
+		assert.True(t, p.Polled.At.Equal(e.now), "%s", src)
 	}
 	for _, src := range []readmodel.Source{readmodel.SourcePriceFeed, readmodel.SourceCollectionIndex, readmodel.SourceSales} {
 		require.NotNil(t, find(msgs, readmodel.KindStatus, src, ""), "%s", src)
@@ -434,6 +441,21 @@ func TestFailedPollPublishesFailureStatus(t *testing.T) {
 		assert.True(t, m.Status.FailingSince.IsZero())
 	}
 	assert.NotNil(t, find(msgs, readmodel.KindListings, readmodel.SourceOrderBook, e.edge[sim.EdgeMirrorLag]), "rows flow again")
+
+	// Healthy again: no status until the next failure; a full cycle
+	// sends the rows of every collection it delivered, not a status.
+	_, err = e.in.RunCycle(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, byKind(e.pub.take(), readmodel.KindStatus))
+	_, err = e.in.RunFullCycle(context.Background())
+	require.NoError(t, err)
+	msgs = e.pub.take()
+	for _, m := range byKind(msgs, readmodel.KindStatus) {
+		assert.Empty(t, m.CollectionID, "a source-wide status only: %s %s", m.Source, m.CollectionID)
+	}
+	for _, kind := range []readmodel.Kind{readmodel.KindAnalytics, readmodel.KindStats} {
+		assert.Len(t, byKind(msgs, kind), 20, "%s: every collection's rows", kind)
+	}
 }
 
 func TestRowGarbageIsCountedNotFatal(t *testing.T) {

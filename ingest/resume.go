@@ -21,7 +21,8 @@ import (
 //     of its ObservedAt: the cycle normalizes every page as of its start,
 //     so a time-less listing row carries that time and hashes as it did);
 //   - each poll status, with its last good and failing-since times (a
-//     restart kept neither before);
+//     restart kept neither before), and when each poll last succeeded
+//     (the last good time of a collection with no status);
 //   - how many buckets each bucketed subject was last published in.
 //
 // Only what differs from the bus is then published. With a MarkStore it
@@ -66,6 +67,7 @@ func (in *Ingest) resume(ctx context.Context, c *cycle) {
 		mu     sync.Mutex
 		hashes = map[hkey][16]byte{}
 		status = map[hkey]statusState{}
+		polled = map[string]int64{}
 		parts  = map[hkey]int{}
 	)
 	began := time.Now()
@@ -78,6 +80,13 @@ func (in *Ingest) resume(ctx context.Context, c *cycle) {
 			st := statusOf(m.Status)
 			mu.Lock()
 			status[statusKey(m.Source, m.CollectionID)] = st
+			mu.Unlock()
+		case readmodel.KindPolled:
+			if m.Polled == nil {
+				return nil
+			}
+			mu.Lock()
+			polled[m.Polled.Poll] = max(polled[m.Polled.Poll], unixNano(m.Polled.At))
 			mu.Unlock()
 		case readmodel.KindListings, readmodel.KindTokens, readmodel.KindCollection,
 			readmodel.KindRates, readmodel.KindStats, readmodel.KindAnalytics:
@@ -102,7 +111,7 @@ func (in *Ingest) resume(ctx context.Context, c *cycle) {
 		c.sum.Resumed.Error = err.Error()
 	} else {
 		c.sum.Resumed.Subjects = len(hashes) + len(status)
-		in.hashes, in.status, in.parts = hashes, status, parts
+		in.hashes, in.status, in.polled, in.parts = hashes, status, polled, parts
 		clear(in.listMemos)
 		if in.cfg.Marks != nil && read > 0 && skipped == 0 {
 			// Marks that cannot be loaded: the polls start over, as

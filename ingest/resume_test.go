@@ -274,6 +274,24 @@ func TestARestartedIngestResumesFromTheBus(t *testing.T) {
 				assert.True(t, s.Status.LastGoodAt.Equal(lastGood), "last good time kept across the restart: %s", s.Status.LastGoodAt)
 			}
 		}},
+		{"a healthy collection's last good time is its poll's last success, read back", func(t *testing.T, m *market, state *stateStream) {
+			a, apub := m.process(t, state, nil)
+			first, msgs := cycle(t, a, apub, state)
+			for _, s := range byKind(msgs, readmodel.KindStatus) {
+				require.Empty(t, s.CollectionID, "healthy collections carry no status")
+			}
+
+			b, bpub := m.process(t, state, nil)
+			m.step()
+			m.fault(t, readmodel.SourceAnalytics, "error")
+			_, msgs = cycle(t, b, bpub, state)
+			sts := byKind(msgs, readmodel.KindStatus)
+			require.NotEmpty(t, sts, "analytics failing")
+			for _, s := range sts {
+				assert.False(t, s.Status.OK)
+				assert.True(t, s.Status.LastGoodAt.Equal(first.Start), "the first cycle's success, learnt from its Polled: %s", s.Status.LastGoodAt)
+			}
+		}},
 		{"the polls resume where the cycle before the last left off", func(t *testing.T, m *market, state *stateStream) {
 			a, apub := m.process(t, state, nil)
 			first, all := cycle(t, a, apub, state)

@@ -341,28 +341,42 @@ func (m *lagMonitor) progress() string {
 	return fmt.Sprintf("applied state %d of %d, sales %d of %d", m.applied.State, h.State, m.applied.Sales, h.Sales)
 }
 
-// viewSource is one source's health as a node's views hold it: the poll
-// statuses ingest published, per (source, collection).
+// viewSource is one source's health as a node's views hold it: when its
+// poll last succeeded (readmodel.Polled) and the poll statuses ingest
+// published, per (source, collection). A collection of a per-collection
+// source carries a status only once its poll failed for it: a failure,
+// or the recovery after one.
 type viewSource struct {
 	Source       string    `json:"source"`
 	Healthy      bool      `json:"healthy"`               // every status of it is ok
-	LastSuccess  time.Time `json:"lastSuccess,omitzero"`  // newest lastGoodAt
+	LastSuccess  time.Time `json:"lastSuccess,omitzero"`  // its poll's last success, or the newest lastGoodAt if later
 	FailingSince time.Time `json:"failingSince,omitzero"` // oldest failingSince of a failing status
 	ErrorClass   string    `json:"errorClass,omitempty"`  // class of a failing status
-	Subjects     int       `json:"subjects"`              // statuses held (collections, or 1 for a source-wide poll)
+	Subjects     int       `json:"subjects"`              // statuses held (collections that failed, or 1 for a source-wide poll)
 	Failing      int       `json:"failing"`               // of which failing
 	From         string    `json:"from"`                  // "views"
 }
 
-// sourcesFromViews aggregates the poll statuses in p's views by source.
+// sourcesFromViews aggregates the poll times and statuses in p's views by
+// source.
 func sourcesFromViews(ctx context.Context, p *healer) ([]viewSource, error) {
 	by := map[readmodel.Source]*viewSource{}
-	err := p.EachPollStatus(ctx, func(src readmodel.Source, _ string, st readmodel.PollStatus) error {
+	entry := func(src readmodel.Source) *viewSource {
 		v := by[src]
 		if v == nil {
 			v = &viewSource{Source: string(src), Healthy: true, From: "views"}
 			by[src] = v
 		}
+		return v
+	}
+	pt := p.PollTimes(ctx)
+	for _, src := range readmodel.Sources {
+		if i := readmodel.PollIndex(string(src)); i >= 0 && pt[i] > 0 {
+			entry(src).LastSuccess = time.UnixMilli(pt[i]).UTC()
+		}
+	}
+	err := p.EachPollStatus(ctx, func(src readmodel.Source, _ string, st readmodel.PollStatus) error {
+		v := entry(src)
 		v.Subjects++
 		if st.LastGoodAt.After(v.LastSuccess) {
 			v.LastSuccess = st.LastGoodAt

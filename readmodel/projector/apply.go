@@ -369,6 +369,30 @@ func (a *applier) putStatus(src readmodel.Source, cid string, st statusInput) {
 
 func failed(s *statusInput) bool { return s != nil && !s.Status.OK }
 
+// renderHealed renders what data message msg (listings, stats or
+// analytics of one collection) makes stale, and ends its source's failure
+// for the collection when msg was observed after the failure began.
+//
+// Ingest publishes a collection's poll status only when it is not plain
+// healthy: a failure, and the recovery after one (ingest/cycle.go
+// setStatus). A collection with no status is healthy, and a message of
+// its rows says that the source answered for it. That is what heals the
+// views when the recovery's own status is lost: a full cycle, which
+// republishes every collection's rows after a damaged or purged stream,
+// sends no healthy status for a collection it delivered rows of.
+func (a *applier) renderHealed(msg *readmodel.Message) error {
+	cid, parts := msg.CollectionID, kindParts[msg.Kind]
+	st, err := a.storedStatus(msg.Source, cid)
+	if err != nil {
+		return err
+	}
+	if failed(st) && msg.ObservedAt.After(st.Status.FailingSince) {
+		a.putStatus(msg.Source, cid, statusInput{Seq: a.seq, Status: readmodel.PollStatus{OK: true, LastGoodAt: msg.ObservedAt}})
+		parts |= statusParts[msg.Source]
+	}
+	return a.render(cid, parts)
+}
+
 // apply applies msg (state stream sequence seq, or sales) and re-renders
 // what it touches (or, deferred, marks it for flush); a change that
 // concerns every collection queues a full re-render job.
@@ -399,17 +423,17 @@ func (a *applier) apply(msg *readmodel.Message) error {
 		return a.render(cid, kindParts[msg.Kind])
 	case readmodel.KindStats:
 		a.tx.Put(store.InStats, msg.Stats, cid)
-		return a.render(cid, kindParts[msg.Kind])
+		return a.renderHealed(msg)
 	case readmodel.KindAnalytics:
 		a.tx.Put(store.InAnalytics, msg.Analytics, cid)
-		return a.render(cid, kindParts[msg.Kind])
+		return a.renderHealed(msg)
 	case readmodel.KindListings:
 		// The order book is also what the collection's token views show
 		// their native listing from, read when they are rendered: no
 		// token record changes with it.
 		in := rowsInput{ObservedAt: msg.ObservedAt, Rows: msg.Listings}
 		a.putRows(msg.Source, cid, &in)
-		return a.render(cid, kindParts[msg.Kind])
+		return a.renderHealed(msg)
 	case readmodel.KindStatus:
 		if !msg.Status.OK && (msg.Source == readmodel.SourceOrderBook || msg.Source == readmodel.SourceIndexerMirror) && a.coll != nil && len(a.coll.parts) > 0 {
 			// A listing source failing can end a collection's last good
@@ -454,13 +478,17 @@ func (a *applier) apply(msg *readmodel.Message) error {
 			}
 			if prev != nil {
 				st.LastGoodAt = prev.Status.LastGoodAt
+			} else if st.LastGoodAt, err = a.pollSucceeded(string(msg.Source)); err != nil {
+				return err
 			}
 		}
 		a.putStatus(msg.Source, cid, statusInput{Seq: a.seq, Status: st})
 		if cid != "" && msg.Status.OK && !wasFailed {
 			// Still healthy: no view shows anything of an OK status but
-			// that it is not failed (the first cycle carries one per
-			// collection and source: a third of its messages).
+			// that it is not failed (a full cycle sends one for a
+			// collection whose rows it did not send; streams written
+			// before ingest left healthy collections without one carry
+			// one per collection and source).
 			return nil
 		}
 		if cid == "" {

@@ -56,8 +56,9 @@ type feedMemo struct {
 
 // feedWanted reports, before msg is applied, whether applying it can
 // change collection's listing set (feed then diffs it after). A healthy
-// status that follows a healthy one changes nothing (a third of a first
-// cycle's messages): it is skipped.
+// status that follows a healthy one changes nothing (streams written
+// before ingest left healthy collections without a status carry one per
+// collection and source): it is skipped.
 func (a *applier) feedWanted(msg *readmodel.Message) (bool, error) {
 	if msg.CollectionID == "" {
 		return false, nil // source-wide: each collection catches up at its next message

@@ -3,6 +3,7 @@ package projector
 import (
 	"context"
 	"encoding/binary"
+	"time"
 
 	"github.com/marketd/marketd/readmodel"
 	"github.com/marketd/marketd/readmodel/render"
@@ -32,6 +33,17 @@ func (a *applier) applyPolled(msg *readmodel.Message) error {
 	}
 	a.tx.PutRaw(store.InPolled, binary.BigEndian.AppendUint64(nil, uint64(ms)), p.Poll)
 	return nil
+}
+
+// pollSucceeded returns when poll last succeeded as applied (zero when
+// unknown): the last good time of a collection that carries no status of
+// the poll's source, healthy until then.
+func (a *applier) pollSucceeded(poll string) (time.Time, error) {
+	raw, err := a.tx.GetRaw(store.InPolled, poll)
+	if err != nil || len(raw) != 8 {
+		return time.Time{}, err
+	}
+	return time.UnixMilli(int64(binary.BigEndian.Uint64(raw))).UTC(), nil
 }
 
 // PollTimes returns when each poll last succeeded as applied to st (by
