@@ -389,43 +389,33 @@ func (p *Projector) startIter(ctx context.Context, i int) error {
 	return nil
 }
 
-// consume is the background loop of stream i.
-//
-// Like drain, it decodes one batch ahead: while a batch is applied, the
-// next one, already fetched, is decoded on another goroutine. Batches are
-// still applied one at a time and in order. A batch decoded ahead is
-// applied before the loop waits for the stream (a fetch that times out)
-// or restarts its consumer, and dropped when an apply fails: the new
-// consumer starts after the applied position, so it is delivered again.
+// consume is the background loop of stream i (see reader.go). A batch
+// decoded ahead is applied before the loop waits for the stream (a fetch
+// that times out) or restarts its consumer, and dropped when an apply
+// fails: the new consumer starts after the applied position, so it is
+// delivered again.
 func (p *Projector) consume(ctx context.Context, i int) {
 	defer p.wg.Done()
 	log := p.log.With().Str("stream", streamNames[i]).Logger()
+	r := &reader{p: p, i: i}
+	defer r.close() // Close waits for every goroutine of the loop
 	idle := 0
 	var seen uint64 // the stream's head at the last stall check of this idle spell (stalled)
-	var ahead *decodeJob
-	defer func() {
-		if ahead != nil {
-			ahead.wait() // Close waits for every goroutine of the loop
-		}
-	}()
-	// settle applies the batch decoded ahead, if any. When that fails it
-	// stops the iterator it (so the loop re-consumes from the applied
-	// position) and reports false.
-	settle := func(it jetstream.MessagesContext) bool {
-		if ahead == nil {
-			return true
-		}
-		ds := ahead.wait()
-		ahead = nil
-		err := p.guarded("apply", func() error { _, err := p.applyDecoded(ctx, i, ds); return err })
-		if err == nil || ctx.Err() != nil {
-			return err == nil
+	// applyFailed re-consumes from the applied position after an apply
+	// failed.
+	applyFailed := func(it jetstream.MessagesContext, err error) {
+		if ctx.Err() != nil {
+			return
 		}
 		p.damaged(err)
 		log.Error().Err(err).Msg("apply failed; re-consuming from the applied position")
 		p.dropIter(i, it)
 		sleep(ctx, time.Second)
-		return false
+	}
+	fetchFailed := func(it jetstream.MessagesContext, err error) {
+		log.Warn().Err(err).Msg("consumer failed; restarting after the applied position")
+		p.dropIter(i, it)
+		sleep(ctx, 200*time.Millisecond)
 	}
 	for ctx.Err() == nil {
 		p.applyMu.Lock()
@@ -438,19 +428,17 @@ func (p *Projector) consume(ctx context.Context, i int) {
 			}
 			continue
 		}
-		wait := time.Second
-		if ahead != nil {
-			// Something is decoded and waiting: apply it unless the
-			// next batch is already here.
-			wait = batchWait
-		}
-		m, err := it.Next(jetstream.NextMaxWait(wait))
+		m, err := it.Next(jetstream.NextMaxWait(r.wait(time.Second)))
 		if err != nil {
 			if ctx.Err() != nil {
 				continue
 			}
-			if ahead != nil {
-				if !settle(it) || errors.Is(err, nats.ErrTimeout) {
+			if ok, _ := r.pending(); ok {
+				if _, aerr := r.settle(ctx); aerr != nil {
+					applyFailed(it, aerr)
+					continue
+				}
+				if errors.Is(err, nats.ErrTimeout) {
 					continue // not idle: it was applying
 				}
 			}
@@ -476,26 +464,16 @@ func (p *Projector) consume(ctx context.Context, i int) {
 				}
 				continue
 			}
-			log.Warn().Err(err).Msg("consumer failed; restarting after the applied position")
-			p.dropIter(i, it)
-			sleep(ctx, 200*time.Millisecond)
+			fetchFailed(it, err)
 			continue
 		}
 		idle, seen = 0, 0
-		batch, err := gather(it, m)
-		if err != nil {
-			if settle(it) {
-				log.Warn().Err(err).Msg("consumer failed; restarting after the applied position")
-				p.dropIter(i, it)
-				sleep(ctx, 200*time.Millisecond)
-			}
-			continue
+		switch ferr, aerr := r.take(ctx, it, m); {
+		case aerr != nil:
+			applyFailed(it, aerr)
+		case ferr != nil:
+			fetchFailed(it, ferr)
 		}
-		next := p.decodeAhead(i, batch)
-		if !settle(it) {
-			continue // next is dropped: the new consumer delivers it again
-		}
-		ahead = next
 	}
 }
 
@@ -567,78 +545,6 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	case <-ctx.Done():
 	}
-}
-
-// Batching: a message that arrives while others are already buffered is
-// applied together with them in one transaction (up to maxBatch messages
-// or maxBatchBytes of payload), with the position of the last. That keeps
-// the one-transaction guarantee (views and position commit together)
-// while a catch-up or replay pays one commit per batch. A batch too large
-// for one transaction falls back to one transaction per message.
-const (
-	maxBatch      = 256
-	maxBatchBytes = 2 << 20
-	batchWait     = 50 * time.Microsecond
-)
-
-type delivered struct {
-	seq  uint64
-	data []byte
-}
-
-// gather returns m and whatever it already holds after it, up to
-// maxBatch messages or maxBatchBytes of payload (m alone when it is nil).
-func gather(it jetstream.MessagesContext, m jetstream.Msg) ([]delivered, error) {
-	batch := make([]delivered, 0, 16)
-	size := 0
-	for m != nil {
-		meta, err := m.Metadata()
-		if err != nil {
-			return nil, readmodel.Wrap(readmodel.UpstreamError, err, "message metadata")
-		}
-		batch = append(batch, delivered{seq: meta.Sequence.Stream, data: m.Data()})
-		size += len(m.Data())
-		if len(batch) >= maxBatch || size >= maxBatchBytes || it == nil {
-			break
-		}
-		if m, err = it.Next(jetstream.NextMaxWait(batchWait)); err != nil {
-			break // nothing buffered (or the iterator failed: the loop sees it next)
-		}
-	}
-	return batch, nil
-}
-
-// decoded is a delivered message of a batch, decoded: msg is nil for a
-// message that is skipped (undecodable, or on the wrong stream) but still
-// advances the position.
-type decoded struct {
-	msg     *readmodel.Message
-	sp      store.StreamPos
-	bad     bool // undecodable
-	fullEnd bool // the last message of a full ingest cycle (readmodel.FullCycleEnd)
-}
-
-// decodeBatch decodes the messages of a batch of stream i. It touches no
-// projector state, so it can run while another batch is applied.
-func (p *Projector) decodeBatch(i int, batch []delivered) []decoded {
-	ds := make([]decoded, len(batch))
-	for k, d := range batch {
-		msg, derr := bus.Decode(d.data)
-		ds[k].sp = store.StreamPos{Seq: d.seq}
-		if derr != nil {
-			p.log.Warn().Err(derr).Str("stream", streamNames[i]).Uint64("seq", d.seq).Msg("skipping undecodable message")
-			ds[k].bad = true
-			continue
-		}
-		ds[k].sp.ID = msg.ID
-		ds[k].fullEnd = i == iState && readmodel.IsFullCycleEnd(msg.ID)
-		if (i == iSales) != (msg.Kind == readmodel.KindSales) {
-			p.log.Warn().Str("stream", streamNames[i]).Uint64("seq", d.seq).Str("kind", string(msg.Kind)).Msg("skipping message of the wrong stream")
-			continue
-		}
-		ds[k].msg = msg
-	}
-	return ds
 }
 
 // applyDecoded applies a decoded batch of stream i, minus the messages at
@@ -992,34 +898,23 @@ func (p *Projector) ApplyAvailable(ctx context.Context) (int, error) {
 }
 
 // drain applies stream i up to sequence head, reporting each applied batch
-// to progress (may be nil).
-//
-// It decodes one batch ahead: while a batch is applied (its views
-// rendered and committed), the next one, already fetched, is decoded on
-// another goroutine. Batches are still applied one at a time and in
-// order; a batch decoded ahead is applied before drain returns, waits for
-// the stream or restarts its consumer.
+// to progress (may be nil), with a reader (see reader.go). A batch decoded
+// ahead is applied before drain returns, waits for the stream or restarts
+// its consumer.
 func (p *Projector) drain(ctx context.Context, i int, head uint64, progress func(applied int)) (int, error) {
 	n, idle := 0, 0
-	var ahead *decodeJob
-	settle := func() error {
-		if ahead == nil {
-			return nil
-		}
-		ds := ahead.wait()
-		ahead = nil
-		k, err := p.applyDecoded(ctx, i, ds)
+	r := &reader{p: p, i: i, progress: func(k int) {
 		n += k
-		if progress != nil && err == nil {
+		if progress != nil {
 			progress(k)
 		}
-		return err
-	}
+	}}
+	defer r.close()
 	for {
-		if ahead != nil && ahead.last >= head {
+		if ok, last := r.pending(); ok && last >= head {
 			// The batch decoded ahead reaches the head: apply it and
 			// stop, without fetching past the head.
-			if err := settle(); err != nil {
+			if _, err := r.settle(ctx); err != nil {
 				return n, err
 			}
 		}
@@ -1028,10 +923,11 @@ func (p *Projector) drain(ctx context.Context, i int, head uint64, progress func
 		it := p.iters[i]
 		p.applyMu.Unlock()
 		if at >= head {
-			return n, settle()
+			_, err := r.settle(ctx)
+			return n, err
 		}
 		if it == nil {
-			if err := settle(); err != nil {
+			if _, err := r.settle(ctx); err != nil {
 				return n, err
 			}
 			p.applyMu.Lock()
@@ -1042,19 +938,13 @@ func (p *Projector) drain(ctx context.Context, i int, head uint64, progress func
 				return n, err
 			}
 		}
-		wait := 2 * time.Second
-		if ahead != nil {
-			// Something is decoded and waiting: apply it unless the
-			// next batch is already here.
-			wait = batchWait
-		}
-		m, err := it.Next(jetstream.NextMaxWait(wait))
+		m, err := it.Next(jetstream.NextMaxWait(r.wait(2 * time.Second)))
 		if err != nil {
 			if ctx.Err() != nil {
 				return n, readmodel.Wrap(readmodel.Internal, ctx.Err(), "apply available")
 			}
-			if ahead != nil {
-				if err := settle(); err != nil {
+			if ok, _ := r.pending(); ok {
+				if _, err := r.settle(ctx); err != nil {
 					return n, err
 				}
 				if errors.Is(err, nats.ErrTimeout) {
@@ -1095,43 +985,10 @@ func (p *Projector) drain(ctx context.Context, i int, head uint64, progress func
 			continue
 		}
 		idle = 0
-		batch, err := gather(it, m)
-		if err != nil {
-			if serr := settle(); serr != nil {
-				return n, serr
-			}
-			return n, err
+		if ferr, aerr := r.take(ctx, it, m); aerr != nil || ferr != nil {
+			return n, errors.Join(aerr, ferr)
 		}
-		next := p.decodeAhead(i, batch)
-		if err := settle(); err != nil {
-			next.wait()
-			return n, err
-		}
-		ahead = next
 	}
-}
-
-// decodeJob is a batch being decoded on its own goroutine.
-type decodeJob struct {
-	done chan struct{}
-	last uint64 // stream sequence of the batch's last message
-	ds   []decoded
-}
-
-// decodeAhead starts decoding batch (of stream i) on a new goroutine.
-func (p *Projector) decodeAhead(i int, batch []delivered) *decodeJob {
-	j := &decodeJob{done: make(chan struct{}), last: batch[len(batch)-1].seq}
-	go func() {
-		defer close(j.done)
-		j.ds = p.decodeBatch(i, batch)
-	}()
-	return j
-}
-
-// wait returns the decoded batch once decoding is done.
-func (j *decodeJob) wait() []decoded {
-	<-j.done
-	return j.ds
 }
 
 // decodeID returns the id of an encoded message.
