@@ -7,7 +7,9 @@
 // position of the last. A crash at any point therefore neither loses nor
 // double-applies a message: on restart the consumer resumes after the last
 // committed position, and applying a state message is idempotent anyway (it
-// replaces its subject's state; sales are keyed by sale).
+// replaces its subject's state; sales are keyed by sale). How a stream's
+// messages become applied batches, for the background loop (consume) and
+// for ApplyAvailable and replay (drain) alike, is reader.go.
 //
 // At Open the saved position is checked against the stream: a stream whose
 // last sequence is below it, or whose message at the saved sequence has
