@@ -248,9 +248,9 @@ func (c *cycle) publish(ctx context.Context, key string, msg *readmodel.Message,
 	return nil
 }
 
-// setStatus records the poll outcome of (src, coll) and publishes it
-// when (ok, errorClass) changes; sent says that a message of the
-// collection's rows from src went out in this cycle.
+// setStatus records the outcome of poll sp for (sp.Source, coll) and
+// publishes it when (ok, errorClass) changes; sent says that a message of
+// the collection's rows from sp went out in this cycle.
 //
 // A collection with no status recorded is healthy since its poll's last
 // success (Ingest.polled): healthy collections carry no status on the
@@ -263,11 +263,12 @@ func (c *cycle) publish(ctx context.Context, key string, msg *readmodel.Message,
 // whose collection's rows it sent: a node that lost the recovery of a
 // failure (a damaged or purged stream) is healed by those rows
 // (projector: renderHealed).
-func (c *cycle) setStatus(ctx context.Context, src readmodel.Source, coll string, pollErr error, sent bool) error {
+func (c *cycle) setStatus(ctx context.Context, sp source.Spec, coll string, pollErr error, sent bool) error {
+	src := sp.Source
 	sk := statusKey(src, coll)
 	prev, had := c.in.status[sk]
 	if !had && coll != "" {
-		prev, had = statusState{ok: true, lastGoodAt: c.in.polled[string(src)]}, true
+		prev, had = statusState{ok: true, lastGoodAt: c.in.polled[sp.Name]}, true
 	}
 	class := source.ErrorClass(pollErr)
 	st := statusState{ok: pollErr == nil, class: classIndex(class)}
@@ -329,7 +330,7 @@ func (c *cycle) poll(ctx context.Context, p Poller, sp source.Spec) {
 	c.mu.Unlock()
 	switch sp.Status {
 	case source.SourceWide:
-		_ = c.setStatus(ctx, sp.Source, "", err, false)
+		_ = c.setStatus(ctx, sp, "", err, false)
 	case source.PerCollection:
 		c.finish(ctx, sp, pr.seen, err)
 	}
@@ -384,7 +385,7 @@ func (c *cycle) finish(ctx context.Context, sp source.Spec, seen map[string]bool
 			}
 			sent = true
 		}
-		if c.setStatus(ctx, sp.Source, id, pollErr, sent) != nil {
+		if c.setStatus(ctx, sp, id, pollErr, sent) != nil {
 			return
 		}
 	}
@@ -488,7 +489,7 @@ func (pr *pollRun) delivered(id string, sent bool) error {
 	if pr.spec.Status != source.PerCollection {
 		return nil
 	}
-	return pr.c.setStatus(pr.ctx, pr.spec.Source, id, nil, sent)
+	return pr.c.setStatus(pr.ctx, pr.spec, id, nil, sent)
 }
 
 // checkCollection normalizes a unit's collection id and checks it against

@@ -28,7 +28,7 @@ func (a *applier) applyPolled(msg *readmodel.Message) error {
 	if err != nil {
 		return err
 	}
-	if len(old) == 8 && int64(binary.BigEndian.Uint64(old)) >= ms {
+	if polledMs(old) >= ms {
 		return nil // never backwards (a replayed older message)
 	}
 	a.tx.PutRaw(store.InPolled, binary.BigEndian.AppendUint64(nil, uint64(ms)), p.Poll)
@@ -40,10 +40,19 @@ func (a *applier) applyPolled(msg *readmodel.Message) error {
 // the poll's source, healthy until then.
 func (a *applier) pollSucceeded(poll string) (time.Time, error) {
 	raw, err := a.tx.GetRaw(store.InPolled, poll)
-	if err != nil || len(raw) != 8 {
+	if err != nil || polledMs(raw) == 0 {
 		return time.Time{}, err
 	}
-	return time.UnixMilli(int64(binary.BigEndian.Uint64(raw))).UTC(), nil
+	return time.UnixMilli(polledMs(raw)).UTC(), nil
+}
+
+// polledMs decodes a stored store.InPolled value: unix ms, 0 when absent
+// or malformed.
+func polledMs(raw []byte) int64 {
+	if len(raw) != 8 {
+		return 0
+	}
+	return int64(binary.BigEndian.Uint64(raw))
 }
 
 // PollTimes returns when each poll last succeeded as applied to st (by
@@ -52,8 +61,8 @@ func PollTimes(ctx context.Context, st *store.Store) (render.PollTimes, error) {
 	var pt render.PollTimes
 	err := st.View(ctx, func(tx *store.Tx) error {
 		return tx.EachInput(store.InPolled, nil, func(poll string, raw []byte) error {
-			if i := readmodel.PollIndex(poll); i >= 0 && i < len(pt) && len(raw) == 8 {
-				pt[i] = int64(binary.BigEndian.Uint64(raw))
+			if i := readmodel.PollIndex(poll); i >= 0 && i < len(pt) {
+				pt[i] = polledMs(raw)
 			}
 			return nil
 		})

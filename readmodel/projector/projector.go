@@ -436,7 +436,7 @@ func (p *Projector) consume(ctx context.Context, i int) {
 				continue
 			}
 			if ok, _ := r.pending(); ok {
-				if _, aerr := r.settle(ctx); aerr != nil {
+				if aerr := r.settle(ctx); aerr != nil {
 					applyFailed(it, aerr)
 					continue
 				}
@@ -916,7 +916,7 @@ func (p *Projector) drain(ctx context.Context, i int, head uint64, progress func
 		if ok, last := r.pending(); ok && last >= head {
 			// The batch decoded ahead reaches the head: apply it and
 			// stop, without fetching past the head.
-			if _, err := r.settle(ctx); err != nil {
+			if err := r.settle(ctx); err != nil {
 				return n, err
 			}
 		}
@@ -925,11 +925,11 @@ func (p *Projector) drain(ctx context.Context, i int, head uint64, progress func
 		it := p.iters[i]
 		p.applyMu.Unlock()
 		if at >= head {
-			_, err := r.settle(ctx)
+			err := r.settle(ctx) // before n is read: settle counts into it
 			return n, err
 		}
 		if it == nil {
-			if _, err := r.settle(ctx); err != nil {
+			if err := r.settle(ctx); err != nil {
 				return n, err
 			}
 			p.applyMu.Lock()
@@ -946,7 +946,7 @@ func (p *Projector) drain(ctx context.Context, i int, head uint64, progress func
 				return n, readmodel.Wrap(readmodel.Internal, ctx.Err(), "apply available")
 			}
 			if ok, _ := r.pending(); ok {
-				if _, err := r.settle(ctx); err != nil {
+				if err := r.settle(ctx); err != nil {
 					return n, err
 				}
 				if errors.Is(err, nats.ErrTimeout) {

@@ -50,12 +50,12 @@ func (r *reader) pending() (bool, uint64) {
 	return true, r.ahead.last
 }
 
-// settle applies the batch decoded ahead, if any, and returns how many
-// messages it applied. A panic while applying (Badger on a damaged file)
-// is a store damage error.
-func (r *reader) settle(ctx context.Context) (int, error) {
+// settle applies the batch decoded ahead, if any, and reports how many
+// messages it applied to progress. A panic while applying (Badger on a
+// damaged file) is a store damage error.
+func (r *reader) settle(ctx context.Context) error {
 	if r.ahead == nil {
-		return 0, nil
+		return nil
 	}
 	ds := r.ahead.wait()
 	r.ahead = nil
@@ -64,7 +64,7 @@ func (r *reader) settle(ctx context.Context) (int, error) {
 	if err == nil && r.progress != nil {
 		r.progress(n)
 	}
-	return n, err
+	return err
 }
 
 // take gathers the batch that m starts from it, starts decoding it, and
@@ -75,11 +75,10 @@ func (r *reader) settle(ctx context.Context) (int, error) {
 func (r *reader) take(ctx context.Context, it jetstream.MessagesContext, m jetstream.Msg) (fetchErr, applyErr error) {
 	batch, err := gather(it, m)
 	if err != nil {
-		_, aerr := r.settle(ctx)
-		return err, aerr
+		return err, r.settle(ctx)
 	}
 	next := r.p.decodeAhead(r.i, batch)
-	if _, err := r.settle(ctx); err != nil {
+	if err := r.settle(ctx); err != nil {
 		next.wait()
 		return nil, err
 	}
