@@ -736,6 +736,9 @@ func (p *Projector) renderHeldLocked(ctx context.Context) error {
 		return nil
 	}
 	ids := p.held.ids()
+	if len(ids) > 0 {
+		defer p.st.ReadAhead()() // reads each collection's inputs back in about their written order
+	}
 	for len(ids) > 0 {
 		n := min(heldInTxn, len(ids))
 		err := p.st.Update(ctx, func(tx *store.Tx) error {

@@ -84,3 +84,37 @@ func TestValueLogIsReadAtRandom(t *testing.T) {
 		return true
 	}, 10*time.Second, 20*time.Millisecond, "every value-log file is advised random once the loop has run")
 }
+
+// TestReadAheadSpan: while a ReadAhead span is open the value log carries
+// no random-read hint, the files opened meanwhile included and through a
+// GC round (which otherwise advises random again); spans nest, and the
+// hint is back on every file when the last ends.
+func TestReadAheadSpan(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(context.Background(), dir, Options{ValueLogFileSize: 1 << 20, MemTableSize: 256 << 10, GCInterval: time.Hour})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	hinted := func(want bool, msg string) {
+		t.Helper()
+		hints := valueLogReadHints(t, dir)
+		require.NotEmpty(t, hints)
+		for file, random := range hints {
+			assert.Equal(t, want, random, "%s: %s", file, msg)
+		}
+	}
+	hinted(true, "after Open")
+
+	end := s.ReadAhead()
+	hinted(false, "in a span")
+	before := len(valueLogReadHints(t, dir))
+	rewriteViews(t, s, 3)
+	require.Greater(t, len(valueLogReadHints(t, dir)), before, "the writes opened new value-log files")
+	s.collect(nil, 1) // a GC round advises the files as they stay
+	hinted(false, "in a span, after a GC round")
+
+	endInner := s.ReadAhead()
+	end()
+	hinted(false, "an inner span still open")
+	endInner()
+	hinted(true, "after the last span")
+}

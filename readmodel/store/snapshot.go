@@ -146,7 +146,7 @@ func (s *Store) WriteSnapshot(ctx context.Context, w io.Writer, opts SnapshotOpt
 		info.RawBytes += int64(len(raw))
 		raw = raw[:0]
 	}
-	s.adviseValueLog(adviseRandom) // as it is, but for a file opened since the last advice
+	s.adviseSettled() // as it is, but for a file opened since the last advice
 	err := s.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 256})
 		defer it.Close()

@@ -105,6 +105,7 @@ type Store struct {
 	gcStop, gcDone chan struct{}
 	stopGC         sync.Once
 	gcRuns         atomic.Int64 // value-log files rewritten by gcLoop
+	readAheads     atomic.Int32 // open ReadAhead spans
 	compactions    atomic.Int64 // Compact runs (compact.go)
 	lastBusy       atomic.Int64 // unix ns of the last large commit (compact.go)
 	compactBase    int64        // value-log bytes after the last compaction (0: not yet idle); gcLoop only
@@ -255,7 +256,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	// values, and evicted what the next reads needed: 207 reads a second
 	// against 5,263 with random-read advice (docs/performance-log.md,
 	// the entry of 2026-11-27 08:11).
-	s.adviseValueLog(adviseRandom)
+	s.adviseSettled()
 	go s.gcLoop()
 	return s, nil
 }
@@ -317,7 +318,7 @@ func (s *Store) rewrite(stop <-chan struct{}, share, ratio float64, max int) int
 		// the files Badger opened since the last round (see Open).
 		s.adviseValueLog(adviseNormal)
 		err := s.db.RunValueLogGC(ratio)
-		s.adviseValueLog(adviseRandom)
+		s.adviseSettled()
 		if err != nil { // ErrNoRewrite: nothing (more) to reclaim
 			s.noteDamage(err)
 			break
