@@ -40,10 +40,11 @@ func (a *applier) applyPolled(msg *readmodel.Message) error {
 // the poll's source, healthy until then.
 func (a *applier) pollSucceeded(poll string) (time.Time, error) {
 	raw, err := a.tx.GetRaw(store.InPolled, poll)
-	if err != nil || polledMs(raw) == 0 {
+	ms := polledMs(raw)
+	if err != nil || ms == 0 {
 		return time.Time{}, err
 	}
-	return time.UnixMilli(polledMs(raw)).UTC(), nil
+	return time.UnixMilli(ms).UTC(), nil
 }
 
 // polledMs decodes a stored store.InPolled value: unix ms, 0 when absent

@@ -14,8 +14,3 @@ func (s *Store) adviseValueLog(int) int { return 0 }
 const restoreSyncEvery = 1 << 62
 
 func syncWritten() {}
-
-// ReadAhead does nothing here (see adviseValueLog).
-func (s *Store) ReadAhead() (end func()) { return func() {} }
-
-func (s *Store) adviseSettled() {}
