@@ -168,7 +168,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if err := RecoverSwap(dir); err != nil {
 		return nil, err
 	}
-	if err := removeEmptyMemtables(dir); err != nil {
+	if err := removeEmptyFiles(dir); err != nil {
 		return nil, err
 	}
 	if err := checkTables(dir); err != nil {
@@ -477,12 +477,15 @@ func SwapIn(live, build string) error {
 	return nil
 }
 
-// removeEmptyMemtables deletes zero-length memtable files in dir. Badger
-// creates a memtable file and then sizes it; a process killed between the
-// two leaves an empty file that Badger then refuses to open ("while opening
-// fid: 1 err: Create a new file"), so the node could never start again. An
-// empty file holds no writes: removing it loses nothing.
-func removeEmptyMemtables(dir string) error {
+// removeEmptyFiles deletes zero-length memtable and value-log files in
+// dir. Badger creates such a file and then sizes it; a process killed
+// between the two leaves an empty file that Badger then refuses to open
+// ("while opening fid: 1 err: Create a new file", "Open existing file:
+// ... Create a new file"), so the node could never start again. Badger
+// creates a value-log file at every Open, so a kill while a node starts
+// can leave one. An empty file holds no writes and nothing points into
+// it: removing it loses nothing.
+func removeEmptyFiles(dir string) error {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -491,12 +494,12 @@ func removeEmptyMemtables(dir string) error {
 		return readmodel.Wrap(readmodel.Internal, err, "read store dir")
 	}
 	for _, e := range ents {
-		if !strings.HasSuffix(e.Name(), ".mem") {
+		if !strings.HasSuffix(e.Name(), ".mem") && !strings.HasSuffix(e.Name(), ".vlog") {
 			continue
 		}
 		if fi, err := e.Info(); err == nil && fi.Size() == 0 {
 			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
-				return readmodel.Wrap(readmodel.Internal, err, "remove empty memtable")
+				return readmodel.Wrap(readmodel.Internal, err, "remove empty "+e.Name())
 			}
 		}
 	}
