@@ -33,7 +33,12 @@ type tier struct {
 	ids     *idCounter
 }
 
-const tierLease = "3s"
+// tierLease is the ingest lease of the tier's nodes: the default. The
+// handovers below go through a release (an ingest stopped), so its length
+// does not slow them; a shorter one expired while the stream leader's
+// server was stopped mid-cycle on a loaded runner (its renewal waits for
+// the election), and the standby then took the cycle over.
+const tierLease = "10s"
 
 func newTier(t *testing.T) *tier {
 	c := bustest.MustCluster(t, 3)
@@ -112,12 +117,20 @@ func (tr *tier) caughtUp(nodes ...*Main) {
 	tr.t.Helper()
 	want := tr.heads()
 	for _, m := range nodes {
-		require.Eventually(tr.t, func() bool {
+		var st, sa float64
+		var ready resp
+		ok := assert.Eventually(tr.t, func() bool {
 			r := get(tr.t, m.Admin+"/metrics")
-			st := metric(string(r.Body), `marketd_projector_applied_sequence{stream="`+bus.StateStream+`"}`)
-			sa := metric(string(r.Body), `marketd_projector_applied_sequence{stream="`+bus.SalesStream+`"}`)
-			return st >= float64(want.State) && sa >= float64(want.Sales) && get(tr.t, m.Admin+"/readyz").Status == 200
+			st = metric(string(r.Body), `marketd_projector_applied_sequence{stream="`+bus.StateStream+`"}`)
+			sa = metric(string(r.Body), `marketd_projector_applied_sequence{stream="`+bus.SalesStream+`"}`)
+			ready = get(tr.t, m.Admin+"/readyz")
+			return st >= float64(want.State) && sa >= float64(want.Sales) && ready.Status == 200
 		}, 60*time.Second, 100*time.Millisecond, "node %s did not catch up with %+v", m.Admin, want)
+		if !ok {
+			// What the node had applied and said, and its log, so that a
+			// failure on a loaded runner can be read afterwards.
+			tr.t.Fatalf("node %s: applied state %v sales %v, readyz %d %s\n%s", m.Admin, st, sa, ready.Status, ready.Body, m.logs)
+		}
 	}
 }
 
