@@ -77,13 +77,12 @@ type applier struct {
 	yield     func() // Options.Yield (nil: runtime.Gosched); see pause
 	seq       uint64
 	version   uint64
-	books     map[string]*rowsInput         // listing rows read or written in this transaction, by source and collection
+	states    map[string]*collState         // collection states read or written in this transaction (state.go)
 	toks      map[string]*store.TokenRecord // token records read or written in this transaction (nil: none)
 	// bucketToks holds, per collection|bucket, the tokens applyTokens wrote
 	// in this transaction (noteBucketToken).
 	bucketToks map[string]map[string]bool
-	statuses   map[string]*statusInput             // stored statuses read or written in this transaction, by source and collection
-	docs       map[string]*readmodel.CollectionDoc // collection documents read or written in this transaction (nil: none)
+	statuses   map[string]*statusInput // stored statuses read or written in this transaction, by source and collection
 
 	// deferred collects what a batch of messages touches and renders it
 	// once, in flush, instead of after every message. held (a replay
@@ -94,8 +93,6 @@ type applier struct {
 	drained  bool            // held renders were just drained: render this batch's in its transaction
 	coll     *pending        // collection renders marked (deferred)
 	dirtyTok map[string]bool // token keys marked (deferred)
-
-	feeds map[string]*feedMemo // change-feed states read or written in this transaction (events.go)
 }
 
 // pending is the collection renders a deferred applier has marked: the
@@ -238,34 +235,13 @@ func (a *applier) renderMarked(ids []string) error {
 	return nil
 }
 
-// rows returns the stored rows of (src, cid), nil when none, decoding each
-// at most once per transaction (putRows keeps the memo current).
+// rows returns the stored rows of (src, cid), nil when none.
 func (a *applier) rows(src readmodel.Source, cid string) (*rowsInput, error) {
-	k := string(src) + "\x00" + cid
-	if v, ok := a.books[k]; ok {
-		return v, nil
-	}
-	at, rows, ok, err := a.tx.Rows(string(src), cid)
+	st, err := a.state(cid)
 	if err != nil {
 		return nil, err
 	}
-	var in *rowsInput
-	if ok {
-		in = &rowsInput{ObservedAt: at, Rows: rows}
-	}
-	if a.books == nil {
-		a.books = map[string]*rowsInput{}
-	}
-	a.books[k] = in
-	return in, nil
-}
-
-func (a *applier) putRows(src readmodel.Source, cid string, in *rowsInput) {
-	a.tx.PutRows(string(src), cid, in.ObservedAt, in.Rows)
-	if a.books == nil {
-		a.books = map[string]*rowsInput{}
-	}
-	a.books[string(src)+"\x00"+cid] = in
+	return st.Rows(src)
 }
 
 // memoGet returns the input of kind stored under (src, cid), nil when
@@ -403,14 +379,17 @@ func (a *applier) apply(msg *readmodel.Message) error {
 	}
 	switch msg.Kind {
 	case readmodel.KindCollection:
-		old, err := a.doc(cid)
+		st, err := a.state(cid)
+		if err != nil {
+			return err
+		}
+		old, err := st.Doc()
 		if err != nil {
 			return err
 		}
 		doc := *msg.Collection
 		doc.ID = cid
-		a.tx.Put(store.InDoc, doc, cid)
-		a.docs[cid] = &doc
+		st.setDoc(&doc)
 		var oldAliases []store.Alias
 		var oldRoyalty *int64
 		if old != nil {
@@ -421,18 +400,27 @@ func (a *applier) apply(msg *readmodel.Message) error {
 		}
 		a.tx.SetAliases(cid, oldAliases, aliases(&doc))
 		return a.render(cid, kindParts[msg.Kind])
-	case readmodel.KindStats:
-		a.tx.Put(store.InStats, msg.Stats, cid)
-		return a.renderHealed(msg)
-	case readmodel.KindAnalytics:
-		a.tx.Put(store.InAnalytics, msg.Analytics, cid)
-		return a.renderHealed(msg)
-	case readmodel.KindListings:
-		// The order book is also what the collection's token views show
-		// their native listing from, read when they are rendered: no
-		// token record changes with it.
-		in := rowsInput{ObservedAt: msg.ObservedAt, Rows: msg.Listings}
-		a.putRows(msg.Source, cid, &in)
+	case readmodel.KindStats, readmodel.KindAnalytics, readmodel.KindListings:
+		st, err := a.state(cid)
+		if err != nil {
+			return err
+		}
+		switch msg.Kind {
+		case readmodel.KindStats:
+			st.setStats(msg.Stats)
+		case readmodel.KindAnalytics:
+			st.setAnalytics(msg.Analytics)
+		default:
+			// The order book is also what the collection's token views
+			// show their native listing from, read when they are
+			// rendered: no token record changes with it.
+			if listingSource(msg.Source) < 0 {
+				return nil
+			}
+			if err := st.setRows(msg.Source, &rowsInput{ObservedAt: msg.ObservedAt, Rows: msg.Listings}); err != nil {
+				return err
+			}
+		}
 		return a.renderHealed(msg)
 	case readmodel.KindStatus:
 		if !msg.Status.OK && (msg.Source == readmodel.SourceOrderBook || msg.Source == readmodel.SourceIndexerMirror) && a.coll != nil && len(a.coll.parts) > 0 {

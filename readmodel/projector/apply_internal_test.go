@@ -88,7 +88,7 @@ func applyDeferred(t *testing.T, st *store.Store, seq uint64, msg *readmodel.Mes
 		for k := range a.dirtyTok {
 			tokens = append(tokens, k)
 		}
-		return a.flush()
+		return a.finish()
 	}))
 	sort.Strings(collections)
 	sort.Strings(tokens)
@@ -139,7 +139,7 @@ func TestBucketInOneTransaction(t *testing.T) {
 						return err
 					}
 				}
-				return a.flush()
+				return a.finish()
 			}))
 			for _, id := range tt.live {
 				_, err := st.Token(context.Background(), readmodel.Ethereum, "0xc0", id)
@@ -270,7 +270,10 @@ func TestTokenViewsWrittenTogetherMatchOneByOne(t *testing.T) {
 			return err
 		}
 		a.seq = 2
-		return a.apply(&readmodel.Message{Kind: readmodel.KindTokens, CollectionID: cid, Bucket: 1, Buckets: 1, ObservedAt: t0, Tokens: docs})
+		if err := a.apply(&readmodel.Message{Kind: readmodel.KindTokens, CollectionID: cid, Bucket: 1, Buckets: 1, ObservedAt: t0, Tokens: docs}); err != nil {
+			return err
+		}
+		return a.saveStates()
 	}))
 	for _, d := range docs {
 		got, err := together.Token(ctx, readmodel.Ethereum, "0xc0", d.TokenID)

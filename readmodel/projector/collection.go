@@ -33,32 +33,27 @@ func lowerASCII(s string) string {
 	return string(b)
 }
 
-// doc returns collection cid's document, nil when none, decoding it at
-// most once per transaction (the feed and every render of the collection
-// ask for it). Callers must not modify it.
+// doc returns collection cid's document, nil when none. Callers must not
+// modify it.
 func (a *applier) doc(cid string) (*readmodel.CollectionDoc, error) {
-	if d, ok := a.docs[cid]; ok {
-		return d, nil
-	}
-	d, err := store.Get[readmodel.CollectionDoc](a.tx, store.InDoc, cid)
+	st, err := a.state(cid)
 	if err != nil {
 		return nil, err
 	}
-	if a.docs == nil {
-		a.docs = map[string]*readmodel.CollectionDoc{}
-	}
-	a.docs[cid] = d
-	return d, nil
+	return st.Doc()
 }
 
 func (a *applier) renderCollection(cid string, doc *readmodel.CollectionDoc, parts int) error {
 	if parts&partDetail != 0 {
 		in := render.DetailInputs{Doc: doc}
-		var err error
-		if in.Stats, err = store.Get[readmodel.CollectionStats](a.tx, store.InStats, cid); err != nil {
+		st, err := a.state(cid)
+		if err != nil {
 			return err
 		}
-		if in.Analytics, err = store.Get[readmodel.Analytics](a.tx, store.InAnalytics, cid); err != nil {
+		if in.Stats, err = st.Stats(); err != nil {
+			return err
+		}
+		if in.Analytics, err = st.Analytics(); err != nil {
 			return err
 		}
 		ss, err := a.status(readmodel.SourceIndexerStats, cid)

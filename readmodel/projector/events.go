@@ -1,8 +1,6 @@
 package projector
 
 import (
-	"sort"
-
 	"github.com/marketd/marketd/readmodel"
 	"github.com/marketd/marketd/readmodel/render"
 	"github.com/marketd/marketd/readmodel/store"
@@ -29,30 +27,17 @@ import (
 // message's events and a hash of its content: the same message applied to
 // the same state gives the same ids on every node, live or replayed.
 
-// feedState is a collection's feed state (store.FeedState, its listing
-// set decoded).
+// feedState is the part of a collection's feed state a diff reads: the
+// listing set last reported, in snapshot order, and the orderIds of the
+// latest sales applied (oldest first, at most feedSoldKept), each as its
+// store.OrderHash: a listing that leaves the set after its sale was
+// applied is removed as sold.
 type feedState struct {
-	Rows []readmodel.ListingRow // the listing set last reported, in snapshot order
-	// Sold holds the orderIds of the latest sales applied (oldest first, at
-	// most feedSoldKept), each as its store.OrderHash: a listing that
-	// leaves the set after its sale was applied is removed as sold.
+	Rows []readmodel.ListingRow
 	Sold []uint64
 }
 
 const feedSoldKept = 256
-
-// feedMemo is a collection's feed state as this transaction last read or
-// wrote it: flushFeeds stores the changed ones once, at its end (a batch
-// applies several messages of a collection, and a sales message several
-// sales).
-type feedMemo struct {
-	head    store.FeedHead
-	st      feedState // st.Rows only once rowsOK (listingSet)
-	raw     []byte    // the stored listing set until decoded: a sales message needs none of it
-	rowsOK  bool
-	dirty   bool
-	pending []store.NewEvent // events to append at flushFeeds, in order
-}
 
 // feedWanted reports, before msg is applied, whether applying it can
 // change collection's listing set (feed then diffs it after). A healthy
@@ -90,110 +75,58 @@ func (a *applier) feed(msg *readmodel.Message) error {
 	if err != nil {
 		return err
 	}
-	m, err := a.feedState(cid)
+	st, err := a.state(cid)
 	if err != nil {
 		return err
 	}
-	if err := m.listingSet(); err != nil {
+	set, err := st.Set()
+	if err != nil {
 		return err
 	}
-	evs, err := a.diffListings(cid, &m.st, snap.Rows)
+	_, sold, err := st.Feed()
+	if err != nil {
+		return err
+	}
+	evs, err := a.diffListings(cid, &feedState{Rows: set, Sold: sold}, snap.Rows)
 	if err != nil || len(evs) == 0 {
 		return err
 	}
-	m.st.Rows = snap.Rows
-	a.appendFeed(m, 's', 0, evs)
-	return nil
-}
-
-// feedState returns collection cid's feed state, read at most once per
-// transaction.
-func (a *applier) feedState(cid string) (*feedMemo, error) {
-	if m, ok := a.feeds[cid]; ok {
-		return m, nil
-	}
-	m := &feedMemo{}
-	var st store.FeedState
-	var err error
-	if m.head, st, err = a.tx.FeedState(cid); err != nil {
-		return nil, err
-	}
-	m.st.Sold, m.raw = st.Sold, st.Set
-	m.rowsOK = len(m.raw) == 0
-	if a.feeds == nil {
-		a.feeds = map[string]*feedMemo{}
-	}
-	a.feeds[cid] = m
-	return m, nil
-}
-
-// listingSet decodes the stored listing set into m.st.Rows, once.
-func (m *feedMemo) listingSet() error {
-	if m.rowsOK {
-		return nil
-	}
-	rows, err := store.DecodeListingSet(m.raw)
-	if err != nil {
-		return err
-	}
-	m.st.Rows, m.raw, m.rowsOK = rows, nil, true
-	return nil
-}
-
-// encode is m's state as stored: the listing set as decoded, or as read.
-func (m *feedMemo) encode() store.FeedState {
-	if m.rowsOK {
-		return store.FeedState{Set: store.EncodeListingSet(m.st.Rows), Sold: m.st.Sold}
-	}
-	return store.FeedState{Set: m.raw, Sold: m.st.Sold}
-}
-
-// flushFeeds stores the feed states this transaction changed; the
-// projector calls it before committing.
-func (a *applier) flushFeeds() error {
-	cids := make([]string, 0, len(a.feeds))
-	for cid, m := range a.feeds {
-		if m.dirty {
-			cids = append(cids, cid)
-		}
-	}
-	sort.Strings(cids)
-	for _, cid := range cids {
-		m := a.feeds[cid]
-		m.head = a.tx.AppendEvents(cid, m.head, m.pending) // of more than it keeps, the store encodes the last only
-		a.tx.PutFeedState(cid, m.head, m.encode())
-		m.dirty, m.pending = false, nil
-	}
+	st.setSet(snap.Rows)
+	a.appendFeed(st, 's', 0, evs)
 	return nil
 }
 
 // feedSale appends a sale event for row, the i-th new sale of the message
 // being applied, which the store added as ref, and remembers its orderId.
 func (a *applier) feedSale(cid string, i int, row *readmodel.SaleRow, ref store.SaleRef) error {
-	m, err := a.feedState(cid)
+	st, err := a.state(cid)
+	if err != nil {
+		return err
+	}
+	_, sold, err := st.Feed()
 	if err != nil {
 		return err
 	}
 	if row.OrderID != "" {
-		m.st.Sold = append(m.st.Sold, store.OrderHash(row.OrderID))
-		if n := len(m.st.Sold) - feedSoldKept; n > 0 {
-			m.st.Sold = append(m.st.Sold[:0], m.st.Sold[n:]...)
+		sold = append(sold, store.OrderHash(row.OrderID))
+		if n := len(sold) - feedSoldKept; n > 0 {
+			sold = append(sold[:0], sold[n:]...)
 		}
+		st.setSold(sold)
 	}
 	at := row.Timestamp
-	a.appendFeed(m, 'x', i, []store.NewEvent{{Type: render.EventSale, ObservedAt: a.now, UpstreamAt: &at, Sale: &ref}})
+	a.appendFeed(st, 'x', i, []store.NewEvent{{Type: render.EventSale, ObservedAt: a.now, UpstreamAt: &at, Sale: &ref}})
 	return nil
 }
 
 // appendFeed queues evs, the events of the message being applied from
-// its first-th on, for flushFeeds, placing each in the streams.
-func (a *applier) appendFeed(m *feedMemo, stream byte, first int, evs []store.NewEvent) {
+// its first-th on, for saveStates, placing each in the streams.
+func (a *applier) appendFeed(st *collState, stream byte, first int, evs []store.NewEvent) {
 	for i := range evs {
 		e := evs[i]
 		e.Stream, e.Seq, e.Index = stream, a.seq, first+i
-		m.pending = append(m.pending, e)
+		st.pending = append(st.pending, e)
 	}
-	m.dirty = true
 }
 
 // diffListings returns the events that turn st.Rows into cur: removals

@@ -3,7 +3,6 @@ package projector
 import (
 	"github.com/marketd/marketd/readmodel"
 	"github.com/marketd/marketd/readmodel/render"
-	"github.com/marketd/marketd/readmodel/store"
 )
 
 // renderFloor renders collection cid's floor from the listing snapshot
@@ -23,7 +22,11 @@ func (a *applier) renderFloor(cid string, doc *readmodel.CollectionDoc, snap ren
 		Snapshot:         snap,
 		RoyaltyBps:       doc.RoyaltyBps,
 	}
-	an, err := store.Get[readmodel.Analytics](a.tx, store.InAnalytics, cid)
+	st, err := a.state(cid)
+	if err != nil {
+		return err
+	}
+	an, err := st.Analytics()
 	if err != nil {
 		return err
 	}
@@ -34,7 +37,7 @@ func (a *applier) renderFloor(cid string, doc *readmodel.CollectionDoc, snap ren
 	if an != nil && !failed(as) {
 		fin.AnalyticsFloorRaw = an.FloorRaw
 	}
-	lg, err := store.Get[lastGood](a.tx, store.InLastGood, cid)
+	lg, err := st.LastGood()
 	if err != nil {
 		return err
 	}
@@ -44,7 +47,7 @@ func (a *applier) renderFloor(cid string, doc *readmodel.CollectionDoc, snap ren
 	res := render.FloorJSON(fin)
 	if !snap.AllFailed && doc.Chain.KeepsLastGoodBuyerFloor() {
 		if res.BuyerRaw != "" {
-			a.tx.Put(store.InLastGood, lastGood{Raw: res.BuyerRaw, At: a.now}, cid)
+			st.setLastGood(&lastGood{Raw: res.BuyerRaw, At: a.now})
 		}
 	}
 	srcs := listingSources(doc)

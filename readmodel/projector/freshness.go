@@ -10,11 +10,12 @@ import (
 	"github.com/marketd/marketd/readmodel/store"
 )
 
-// Issue 30's per-value freshness and change history, as the projector
-// keeps them: when each poll last succeeded (store.InPolled, from
+// Per-value freshness and change history, as the projector keeps them so
+// the API can say how old a value is (asOf) and how it moved
+// (stats.change): when each poll last succeeded (store.InPolled, from
 // readmodel.Polled messages), the sources behind each view
 // (render.Freshness) and each collection's detail history
-// (store.InHistory, render.History).
+// (its state's history section, render.History).
 
 // applyPolled records that a poll succeeded at msg.Polled.At. No view
 // changes: the API resolves asOf from these times (PollTimes).
@@ -102,15 +103,15 @@ func listingSources(doc *readmodel.CollectionDoc) []readmodel.Source {
 // history adds what the detail rendered from in shows at a.now to
 // collection cid's history and returns its change ratios.
 func (a *applier) history(cid string, in render.DetailInputs) (render.Changes, error) {
-	raw, err := a.tx.GetRaw(store.InHistory, cid)
+	st, err := a.state(cid)
 	if err != nil {
 		return render.Changes{}, err
 	}
-	h := render.DecodeHistory(raw)
+	h := render.DecodeHistory(st.History())
 	if a.now.IsZero() {
 		return h.ChangesOf(), nil
 	}
 	h = h.Record(render.DetailSample(in, a.now))
-	a.tx.PutRaw(store.InHistory, h.Encode(), cid)
+	st.setHistory(h.Encode())
 	return h.ChangesOf(), nil
 }

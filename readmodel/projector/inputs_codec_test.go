@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"math/rand"
 	"reflect"
-	"strconv"
 	"testing"
 
 	gojson "github.com/goccy/go-json"
@@ -19,8 +18,8 @@ import (
 // written and read by goccy/go-json (store's Put and jsonGet, the applied
 // positions); on random values of each type it writes the bytes
 // encoding/json writes, and the two read them to the same values. (Token
-// records, listing rows and feed states are binary:
-// TestTokenRecordRoundTrip, TestRowsRecordRoundTrip, TestFeedStateRecord.)
+// records, listing rows and the feed's set are binary:
+// TestTokenRecordRoundTrip, TestRowsRecordRoundTrip, TestStateRecord.)
 func TestStoredInputsDecodeAsStd(t *testing.T) {
 	types := []any{statusInput{}, lastGood{}, job{},
 		readmodel.Analytics{}, readmodel.CollectionDoc{}, readmodel.CollectionStats{}, readmodel.USDRates{}, store.StreamPos{}}
@@ -42,30 +41,5 @@ func TestStoredInputsDecodeAsStd(t *testing.T) {
 				require.Equal(t, want.Interface(), got.Interface(), "%s", b)
 			}
 		})
-	}
-}
-
-// TestFeedStateKeepsUndecodedRows: a feed state read for a sale (its
-// listing set left undecoded) and written back with the sale's orderId
-// holds what a full decode would have written: the same set, its bytes
-// as they were read.
-func TestFeedStateKeepsUndecodedRows(t *testing.T) {
-	r := rand.New(rand.NewSource(20261125))
-	for i := 0; i < 500; i++ {
-		var full feedState
-		jsontest.Fill(r, reflect.ValueOf(&full).Elem())
-		if len(full.Rows) == 0 {
-			full.Rows = nil
-		}
-		stored := (&feedMemo{st: full, rowsOK: true}).encode()
-
-		m := &feedMemo{st: feedState{Sold: stored.Sold}, raw: stored.Set, rowsOK: len(stored.Set) == 0}
-		m.st.Sold = append(m.st.Sold, store.OrderHash("sold-"+strconv.Itoa(i)))
-		got := m.encode()
-		require.Equal(t, stored.Set, got.Set, "the set is written back as read")
-		require.Equal(t, append(append([]uint64(nil), full.Sold...), store.OrderHash("sold-"+strconv.Itoa(i))), got.Sold)
-
-		require.NoError(t, m.listingSet())
-		require.Equal(t, full.Rows, m.st.Rows)
 	}
 }

@@ -619,10 +619,7 @@ func (p *Projector) applyLocked(ctx context.Context, i int, ds []decoded) error 
 				}
 				rows += int64(1 + len(d.msg.Listings) + len(d.msg.Tokens) + len(d.msg.Sales))
 			}
-			if err := a.flush(); err != nil {
-				return err
-			}
-			if err := a.flushFeeds(); err != nil {
+			if err := a.finish(); err != nil {
 				return err
 			}
 			tx.SetPosition(streamNames[i], part[len(part)-1].sp)
@@ -678,7 +675,7 @@ func (p *Projector) rerender(tx *store.Tx, now time.Time, ids []string, parts in
 			return err
 		}
 	}
-	return nil
+	return a.saveStates() // a render records the last good buyer floor and the detail's history
 }
 
 func (p *Projector) runJob(ctx context.Context) error {
@@ -743,7 +740,10 @@ func (p *Projector) renderHeldLocked(ctx context.Context) error {
 		n := min(heldInTxn, len(ids))
 		err := p.st.Update(ctx, func(tx *store.Tx) error {
 			a := &applier{tx: tx, retention: p.opts.RowRetention, yield: p.opts.Yield, coll: p.held}
-			return a.renderMarked(ids[:n])
+			if err := a.renderMarked(ids[:n]); err != nil {
+				return err
+			}
+			return a.saveStates()
 		})
 		if err != nil {
 			return err

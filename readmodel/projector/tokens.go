@@ -47,7 +47,7 @@ func (a *applier) putTokenMemo(k string, t *store.TokenRecord) {
 // bucket; the token blocks hold them) is the one this document would
 // write keeps it; the others are written. The bucket's tokens that the
 // message no longer lists are deleted: those the token blocks of the
-// collection's addresses (InTokenAddrs) hold in this bucket for this
+// collection's addresses (its state's token addresses) hold in this bucket for this
 // collection, and those this transaction wrote into it (not in the blocks
 // until the batch's flush). A token that moved to another bucket (the
 // collection's bucket count changed) is in that bucket's block and stays.
@@ -59,7 +59,11 @@ func (a *applier) putTokenMemo(k string, t *store.TokenRecord) {
 // hashes and buckets now, an address's blocks read once a transaction.
 func (a *applier) applyTokens(msg *readmodel.Message) error {
 	cid := msg.CollectionID
-	addrs, err := a.tokenAddrs(cid)
+	st, err := a.state(cid)
+	if err != nil {
+		return err
+	}
+	addrs, err := st.TokenAddrs()
 	if err != nil {
 		return err
 	}
@@ -107,7 +111,7 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 		}
 	}
 	if newAddr {
-		a.tx.Put(store.InTokenAddrs, addrs, cid)
+		st.setTokenAddrs(addrs)
 	}
 	var cands []string
 	for _, addr := range addrs {
@@ -138,16 +142,6 @@ func (a *applier) applyTokens(msg *readmodel.Message) error {
 		a.tx.DeleteTokenRecord(k)
 	}
 	return nil
-}
-
-// tokenAddrs returns the token addresses ("chain|address") collection
-// cid's tokens messages listed (nil before its first).
-func (a *applier) tokenAddrs(cid string) ([]string, error) {
-	v, err := store.Get[[]string](a.tx, store.InTokenAddrs, cid)
-	if err != nil || v == nil {
-		return nil, err
-	}
-	return *v, nil
 }
 
 func bucketKey(cid string, bucket uint32) string {

@@ -34,26 +34,27 @@ var (
 	pOldListings = []byte("o/l/")
 
 	pInput      = []byte("i/")
-	pDoc        = []byte("i/d/")
-	pStats      = []byte("i/st/")
-	pAnalytics  = []byte("i/an/")
-	pRows       = []byte("i/l/")
+	pState      = []byte("i/cs/") // a collection's state record (state.go)
+	_           = []byte("i/d/")  // a collection's document before schema 23 (now in its state record): do not reuse
+	_           = []byte("i/st/") // its stats before schema 23: do not reuse
+	_           = []byte("i/an/") // its analytics before schema 23: do not reuse
+	_           = []byte("i/l/")  // its listing rows per source before schema 23: do not reuse
 	pStatus     = []byte("i/p/")
 	kRates      = []byte("i/r")
-	pLastGood   = []byte("i/g/")
+	_           = []byte("i/g/") // its last good buyer floor before schema 23: do not reuse
 	pRegistry   = []byte("i/c/")
 	_           = []byte("i/td/") // one record per token before schema 11 (now in blocks, i/tk/): do not reuse
 	pTokenBlock = []byte("i/tk/")
 	_           = []byte("i/tb/") // a token bucket's keys and hashes before schema 15 (the token blocks say it): do not reuse
 	_           = []byte("i/tg/") // a collection's token bucket generation before schema 15: do not reuse
-	pTokenAddrs = []byte("i/ta/")
+	_           = []byte("i/ta/") // its token addresses before schema 23: do not reuse
 	_           = []byte("i/th/") // token document hashes before schema 5 (now in the document record): do not reuse
 	_           = []byte("i/s/")  // sale rows, read only by USD re-renders (gone): do not reuse
 	pSaleKey    = []byte("i/sk/")
 	pBrowseBack = []byte("i/bk/")
 	pDeadline   = []byte("i/dl/")
 	pPolled     = []byte("i/pl/")
-	pHistory    = []byte("i/h/")
+	_           = []byte("i/h/")  // its detail history before schema 23: do not reuse
 	_           = []byte("i/dt/") // token deadlines before schema 3 (now inside the token view): do not reuse
 
 	pPosition  = []byte("m/p/")

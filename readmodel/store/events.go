@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"strconv"
-	"time"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/dgraph-io/badger/v4"
@@ -23,9 +22,9 @@ import (
 //	              (evblock.go): k big-endian, 8 bytes
 //	e/e/<cid><k><l>  a part of the open block k: events appended to it
 //	              after its first write, up to its l-th (one byte)
-//	e/s/<cid>     the collection's feed head (first and next seq) and the
-//	              projector's state (its last listing set), a record
-//	              (FeedState)
+//	e/s/<cid>     the collection's feed head: first and next seq, 8 bytes
+//	              each (the projector's feed state, its last listing set,
+//	              is in the collection's state record: state.go)
 //
 // seq is a per-collection counter from 1, so a collection's blocks are in
 // key order and a page is a range that never changes. A block may hold
@@ -51,127 +50,34 @@ func (s *Store) feedEvents() uint64 {
 // First..Next-1 (none when First == Next).
 type FeedHead struct{ First, Next uint64 }
 
-// FeedState is what the projector keeps with a collection's feed head:
-// the listing set the feed last reported, as EncodeListingSet wrote it
-// (a sales message needs none of it, so it is decoded only when a message
-// can change the set), and the orderIds of the latest sales applied, as
-// their OrderHash.
-type FeedState struct {
-	Set  []byte
-	Sold []uint64
-}
-
-// OrderHash is how FeedState.Sold holds an orderId: 8 bytes instead of a
+// OrderHash is how a feed's sold orderIds (SecFeedSold) hold an orderId: 8 bytes instead of a
 // native order id's ~130. A removed listing whose orderId shares a hash
 // with one of the collection's last 256 sales would be reported as sold:
 // odds of about 2^-56 per removal.
 func OrderHash(orderID string) uint64 { return xxhash.Sum64String(orderID) }
 
-// A feed state is stored after the head (e/s/<cid>: 8 bytes first, 8
-// bytes next), packed like an input (packInput), as a record (schema 18):
-//
-//	byte     feedRecord
-//	uvarint  the set's length, then the set: a rows record (rowsrec.go)
-//	         without a time, or nothing for an empty set
-//	uvarint  the number of orderIds, then each's OrderHash (8 bytes, big
-//	         endian)
-//
-// It was JSON, the orderIds whole, before: 49 MB of a medium store (10,000
-// collections x 100 tokens; 32 MB now), its decoding and encoding about
-// 2% of a replay's CPU.
-
-// feedRecord is the first byte of a feed state record.
-const feedRecord = 0x03
-
-var errCorruptFeed = corruptRecord("feed state record")
-
-// EncodeListingSet encodes a feed's listing set for FeedState.Set.
-func EncodeListingSet(rows []readmodel.ListingRow) []byte {
-	if len(rows) == 0 {
-		return nil
-	}
-	return encodeRows(time.Time{}, rows)
-}
-
-// DecodeListingSet decodes what EncodeListingSet wrote; one that does not
-// decode is damage (Damaged).
-func DecodeListingSet(b []byte) ([]readmodel.ListingRow, error) {
-	if len(b) == 0 {
-		return nil, nil
-	}
-	at, rows, err := decodeRows(b)
-	if err == nil && !at.IsZero() {
-		err = errCorruptFeed
-	}
-	return rows, err
-}
-
-func encodeFeedState(st FeedState) []byte {
-	b := make([]byte, 0, 2*binary.MaxVarintLen64+1+len(st.Set)+8*len(st.Sold))
-	b = append(b, feedRecord)
-	b = binary.AppendUvarint(b, uint64(len(st.Set)))
-	b = append(b, st.Set...)
-	b = binary.AppendUvarint(b, uint64(len(st.Sold)))
-	for _, h := range st.Sold {
-		b = binary.BigEndian.AppendUint64(b, h)
-	}
-	return b
-}
-
-func decodeFeedState(raw []byte) (FeedState, error) {
-	if len(raw) == 0 || raw[0] != feedRecord {
-		return FeedState{}, errCorruptFeed
-	}
-	r := &recReader{s: string(raw[1:])}
-	var st FeedState
-	if n := r.uvarint(); n > uint64(len(r.s)-r.i) {
-		r.fail()
-	} else if n > 0 {
-		st.Set = raw[1+r.i : 1+r.i+int(n) : 1+r.i+int(n)]
-		r.i += int(n)
-	}
-	if n := r.uvarint(); n > uint64(len(r.s)-r.i)/8 {
-		r.fail()
-	} else if n > 0 {
-		st.Sold = make([]uint64, n)
-		for i := range st.Sold {
-			st.Sold[i] = binary.BigEndian.Uint64(raw[1+r.i:])
-			r.i += 8
-		}
-	}
-	if r.bad || r.i != len(r.s) {
-		return FeedState{}, errCorruptFeed
-	}
-	return st, nil
-}
-
-// FeedState returns collection cid's feed head and the state the
-// projector stored with it (zero when none). A state that does not
-// decode is damage (Damaged).
-func (t *Tx) FeedState(cid string) (FeedHead, FeedState, error) {
+// FeedHead returns collection cid's feed head as stored apart for the
+// feed's readers (e/s/<cid>; the projector keeps its own in the
+// collection's state record).
+func (t *Tx) FeedHead(cid string) (FeedHead, error) {
 	raw, ok, err := t.getRaw(key(pFeed, cid))
-	if err != nil || !ok || len(raw) < 16 {
-		if err != nil {
-			t.err = errors.Join(t.err, err)
-		}
-		return FeedHead{First: 1, Next: 1}, FeedState{}, err
-	}
-	h := FeedHead{First: binary.BigEndian.Uint64(raw), Next: binary.BigEndian.Uint64(raw[8:])}
-	v, err := unpackInput(raw[16:])
-	var st FeedState
-	if err == nil {
-		st, err = decodeFeedState(v)
-	}
 	if err != nil {
 		t.err = errors.Join(t.err, err)
+		return FeedHead{}, err
 	}
-	return h, st, err
+	if !ok || len(raw) < 16 {
+		return FeedHead{First: 1, Next: 1}, nil
+	}
+	return FeedHead{First: binary.BigEndian.Uint64(raw), Next: binary.BigEndian.Uint64(raw[8:])}, nil
 }
+
+// PutFeedHead stores collection cid's feed head h for the feed's readers.
+func (t *Tx) PutFeedHead(cid string, h FeedHead) { t.set(key(pFeed, cid), EncodeFeedHead(h)) }
 
 // AppendEvents appends events to collection cid's feed, whose head was h,
 // drops the events beyond the retention (Options.FeedEvents) and returns
-// the new head, which the caller stores with PutFeedState in the same
-// transaction. Of a longer append only the last are written; a block
+// the new head, which the caller stores (PutFeedHead, or with the
+// collection's state) in the same transaction. Of a longer append only the last are written; a block
 // wholly below the new head's first is deleted, one partly below it kept.
 // An append to the open block writes its events as a part of the block (a
 // key of their own, evblock.go); one that fills the block seals it: the
@@ -276,16 +182,6 @@ func (t *Tx) deleteParts(cid string, k, last uint64) {
 		s, n, _ := blockShape(v)
 		t.del(partKey(cid, k, s+n-1))
 	}
-}
-
-// PutFeedState stores collection cid's feed head h and the projector's
-// state st with it.
-func (t *Tx) PutFeedState(cid string, h FeedHead, st FeedState) {
-	rec := packInput(encodeFeedState(st))
-	v := make([]byte, 16, 16+len(rec))
-	binary.BigEndian.PutUint64(v, h.First)
-	binary.BigEndian.PutUint64(v[8:], h.Next)
-	t.set(key(pFeed, cid), append(v, rec...))
 }
 
 // Events returns up to limit events of collection cid, oldest first,

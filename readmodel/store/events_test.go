@@ -46,7 +46,7 @@ func evID(t *testing.T, cid string, seq uint64) string {
 func appendN(t *testing.T, s *Store, cid string, n int) {
 	t.Helper()
 	require.NoError(t, s.Update(context.Background(), func(tx *Tx) error {
-		h, state, err := tx.FeedState(cid)
+		h, err := tx.FeedHead(cid)
 		if err != nil {
 			return err
 		}
@@ -54,8 +54,7 @@ func appendN(t *testing.T, s *Store, cid string, n int) {
 		for i := 0; i < n; i++ {
 			evs = append(evs, testEvent(h.Next+uint64(i)))
 		}
-		state.Sold = append(state.Sold, 7)
-		tx.PutFeedState(cid, tx.AppendEvents(cid, h, evs), state)
+		tx.PutFeedHead(cid, tx.AppendEvents(cid, h, evs))
 		return nil
 	}))
 }
@@ -95,9 +94,8 @@ func TestEvents(t *testing.T) {
 
 	appendN(t, s, "c", 4) // 8 events, 5 kept: 4..8
 	require.NoError(t, s.View(ctx, func(tx *Tx) error {
-		h, state, err := tx.FeedState("c")
+		h, err := tx.FeedHead("c")
 		assert.Equal(t, FeedHead{First: 4, Next: 9}, h)
-		assert.Equal(t, []uint64{7, 7}, state.Sold, "the state is stored with the head")
 		return err
 	}))
 	p, err = s.Events(ctx, "c", 0, "", 10, 0)
@@ -312,7 +310,7 @@ func TestEventWalksAcrossBlocks(t *testing.T) {
 			}
 			first := next - min(next-1, uint64(tc.keep))
 			require.NoError(t, s.View(ctx, func(tx *Tx) error {
-				h, _, err := tx.FeedState("c")
+				h, err := tx.FeedHead("c")
 				assert.Equal(t, FeedHead{First: first, Next: next}, h)
 				return err
 			}))
@@ -449,7 +447,7 @@ func TestDamagedEventBlocks(t *testing.T) {
 			}
 			appendSeqs := func(from, to int) error {
 				return s.Update(ctx, func(tx *Tx) error {
-					h, _, err := tx.FeedState("c")
+					h, err := tx.FeedHead("c")
 					if err != nil {
 						return err
 					}
@@ -457,7 +455,7 @@ func TestDamagedEventBlocks(t *testing.T) {
 					for seq := from; seq <= to; seq++ {
 						evs = append(evs, testEvent(uint64(seq)))
 					}
-					tx.PutFeedState("c", tx.AppendEvents("c", h, evs), FeedState{})
+					tx.PutFeedHead("c", tx.AppendEvents("c", h, evs))
 					return nil
 				})
 			}
@@ -510,11 +508,11 @@ func BenchmarkAppendEvents(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				require.NoError(b, s.Update(context.Background(), func(tx *Tx) error {
-					h, state, err := tx.FeedState("c")
+					h, err := tx.FeedHead("c")
 					if err != nil {
 						return err
 					}
-					tx.PutFeedState("c", tx.AppendEvents("c", h, evs), state)
+					tx.PutFeedHead("c", tx.AppendEvents("c", h, evs))
 					return nil
 				}))
 			}
@@ -529,7 +527,7 @@ func TestOpenBlockOfSegmentsGoesOn(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, s.Update(ctx, func(tx *Tx) error {
 		tx.set(blockKey("c", 0), appendSegment(newBlock(0, [][]byte{testRec(1), testRec(2)}), [][]byte{testRec(3)}))
-		tx.PutFeedState("c", FeedHead{First: 1, Next: 4}, FeedState{})
+		tx.PutFeedHead("c", FeedHead{First: 1, Next: 4})
 		return nil
 	}))
 	appendN(t, s, "c", 2)
@@ -552,7 +550,7 @@ func BenchmarkReadEventsPage(b *testing.B) {
 	defer s.Close(context.Background())
 	for k := 0; k < 10; k++ {
 		require.NoError(b, s.Update(context.Background(), func(tx *Tx) error {
-			h, state, err := tx.FeedState(sampleCID)
+			h, err := tx.FeedHead(sampleCID)
 			if err != nil {
 				return err
 			}
@@ -561,7 +559,7 @@ func BenchmarkReadEventsPage(b *testing.B) {
 				evs[i] = sampleEvent()
 				evs[i].Seq, evs[i].Index = uint64(k), i
 			}
-			tx.PutFeedState(sampleCID, tx.AppendEvents(sampleCID, h, evs), state)
+			tx.PutFeedHead(sampleCID, tx.AppendEvents(sampleCID, h, evs))
 			return nil
 		}))
 	}
@@ -576,55 +574,76 @@ func BenchmarkReadEventsPage(b *testing.B) {
 	}
 }
 
-// TestFeedStateRecord: a feed state comes back as it was put (its set's
-// bytes as written, its orderIds' hashes in order), and a record that is cut, has
-// a byte too many or is not one is damage, never a panic.
-func TestFeedStateRecord(t *testing.T) {
-	set := EncodeListingSet([]readmodel.ListingRow{*sampleListing(), *sampleListing()})
+// TestStateRecordDamage: a collection's state record comes back section
+// by section as it was put, one written before a section was appended
+// reads that section as empty, and one that is cut, has a byte too many
+// or is not a record is damage, never a panic; likewise a feed set.
+func TestStateRecordDamage(t *testing.T) {
+	set := EncodeFeedSet([]readmodel.ListingRow{*sampleListing(), *sampleListing()}, nil, nil)
 	native := sampleCID + "_720065984443128398297674054995370039180168182140779004769228702_1795591471000"
+	var full CollectionState
+	full[SecDoc] = []byte(`{"id":"c"}`)
+	full[SecBook] = EncodeRows(time.Unix(5, 0), []readmodel.ListingRow{*sampleListing()})
+	full[SecFeedHead] = EncodeFeedHead(FeedHead{First: 3, Next: 9})
+	full[SecFeedSold] = EncodeFeedSold([]uint64{OrderHash(native), 0, 1<<64 - 1})
+	full[SecFeedSet] = set
 	cases := []struct {
 		name string
-		st   FeedState
+		st   CollectionState
 	}{
 		{name: "empty"},
-		{name: "a set", st: FeedState{Set: set}},
-		{name: "sales only", st: FeedState{Sold: []uint64{OrderHash(native), OrderHash("tensor-2ej05dqrqn"), 0, 1<<64 - 1}}},
-		{name: "both", st: FeedState{Set: set, Sold: []uint64{OrderHash(native)}}},
+		{name: "full", st: full},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := mustOpen(t)
 			ctx := context.Background()
 			require.NoError(t, s.Update(ctx, func(tx *Tx) error {
-				tx.PutFeedState("c", FeedHead{First: 3, Next: 9}, tc.st)
+				tx.PutCollectionState("c", &tc.st, true, true)
 				return nil
 			}))
 			require.NoError(t, s.View(ctx, func(tx *Tx) error {
-				h, st, err := tx.FeedState("c")
+				st, ok, err := tx.CollectionState("c")
 				require.NoError(t, err)
-				assert.Equal(t, FeedHead{First: 3, Next: 9}, h)
+				assert.True(t, ok)
 				assert.Equal(t, tc.st, st)
+				h, err := tx.FeedHead("c")
+				require.NoError(t, err)
+				want, _ := DecodeFeedHead(tc.st[SecFeedHead])
+				assert.Equal(t, want, h, "the head is written apart for the feed's readers")
 				return nil
 			}))
-			rec := encodeFeedState(tc.st)
-			for n := 0; n <= len(rec); n++ {
+			rec := encodeState(&tc.st)
+			for n := 0; n < len(rec); n++ {
+				var got CollectionState
 				var err error
-				require.NotPanics(t, func() { _, err = decodeFeedState(rec[:n]) })
-				if n < len(rec) {
-					_, damaged := Damaged(err)
-					assert.True(t, damaged, "cut at %d of %d: %v", n, len(rec), err)
+				require.NotPanics(t, func() { got, err = decodeState(rec[:n]) })
+				if err == nil {
+					// Cut at a section's end: a record written before the
+					// later sections were appended.
+					for sec := range got {
+						if got[sec] != nil {
+							assert.Equal(t, tc.st[sec], got[sec], "cut at %d", n)
+						}
+					}
+					continue
 				}
+				_, damaged := Damaged(err)
+				assert.True(t, damaged, "cut at %d of %d: %v", n, len(rec), err)
 			}
-			_, err := decodeFeedState(append(append([]byte(nil), rec...), 0))
-			assert.Error(t, err, "a byte too many")
-			_, err = decodeFeedState(append([]byte{'{'}, rec[1:]...))
-			assert.Error(t, err, "JSON (schema 17) is not a record")
+			_, err := decodeState(append([]byte{'{'}, rec[1:]...))
+			assert.Error(t, err, "JSON is not a record")
 		})
 	}
-	rows, err := DecodeListingSet(set)
+	rows, err := DecodeFeedSet(set, nil, nil)
 	require.NoError(t, err)
 	assert.Equal(t, []readmodel.ListingRow{*sampleListing(), *sampleListing()}, rows)
-	_, err = DecodeListingSet(set[:len(set)-1])
+	for n := 0; n < len(set); n++ {
+		_, err = DecodeFeedSet(set[:n], nil, nil)
+		_, damaged := Damaged(err)
+		assert.True(t, damaged || n == 0, "a set cut at %d does not decode", n)
+	}
+	_, err = DecodeFeedSet(EncodeFeedSet([]readmodel.ListingRow{*sampleListing()}, []readmodel.ListingRow{*sampleListing()}, nil), nil, nil)
 	_, damaged := Damaged(err)
-	assert.True(t, damaged, "a set that does not decode is damage")
+	assert.True(t, damaged, "a reference to a row that is not there is damage")
 }

@@ -37,12 +37,12 @@ func TestInputsArePackedWhenLarge(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := fmt.Sprint(i)
 			require.NoError(t, s.Update(ctx, func(tx *Tx) error {
-				tx.Put(InTokenAddrs, tc.v, "c", b)
+				tx.Put(InJob, tc.v, "c", b)
 				return nil
 			}))
 			plain, err := json.Marshal(tc.v)
 			require.NoError(t, err)
-			raw, ok, err := s.get(inputKey(InTokenAddrs, []string{"c", b}))
+			raw, ok, err := s.get(inputKey(InJob, []string{"c", b}))
 			require.NoError(t, err)
 			require.True(t, ok)
 			if tc.packed {
@@ -52,7 +52,7 @@ func TestInputsArePackedWhenLarge(t *testing.T) {
 				assert.Equal(t, plain, raw)
 			}
 			require.NoError(t, s.View(ctx, func(tx *Tx) error {
-				got, err := Get[[]string](tx, InTokenAddrs, "c", b)
+				got, err := Get[[]string](tx, InJob, "c", b)
 				require.NoError(t, err)
 				require.NotNil(t, got)
 				assert.Equal(t, tc.v, *got)
@@ -63,7 +63,7 @@ func TestInputsArePackedWhenLarge(t *testing.T) {
 	t.Run("EachInput reads packed and plain alike", func(t *testing.T) {
 		var got []string
 		require.NoError(t, s.View(ctx, func(tx *Tx) error {
-			return tx.EachInput(InTokenAddrs, []string{"c"}, func(last string, raw []byte) error {
+			return tx.EachInput(InJob, []string{"c"}, func(last string, raw []byte) error {
 				var v []string
 				require.NoError(t, json.Unmarshal(raw, &v), last)
 				got = append(got, fmt.Sprintf("%s:%d", last, len(v)))
@@ -83,10 +83,10 @@ func TestInputsArePackedWhenLarge(t *testing.T) {
 	for name, raw := range damaged {
 		t.Run(name, func(t *testing.T) {
 			require.NoError(t, s.db.Update(func(txn *badger.Txn) error {
-				return txn.Set(inputKey(InTokenAddrs, []string{"bad", name}), raw)
+				return txn.Set(inputKey(InJob, []string{"bad", name}), raw)
 			}))
 			err := s.View(ctx, func(tx *Tx) error {
-				_, err := Get[[]string](tx, InTokenAddrs, "bad", name)
+				_, err := Get[[]string](tx, InJob, "bad", name)
 				return err
 			})
 			assert.Equal(t, readmodel.Internal, readmodel.ErrorCode(err))

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"errors"
 	"time"
 	"unsafe"
 
@@ -13,10 +12,10 @@ import (
 
 // An EVM token's view shows its cheapest native order-book row still live
 // at read time. The rows are read, when a view is rendered, from the
-// collection's order book (the input InRows of order-book, which the
-// projector keeps for the listing snapshot anyway), decoded once per
+// collection's order book (the order book's section of its state record,
+// which the projector keeps for the listing snapshot anyway), decoded once per
 // collection and kept in the cache until a commit writes that order book:
-// Tx.PutRows then drops them and moves TokensVersion.
+// Tx.PutCollectionState then drops them and moves TokensVersion.
 //
 // Until schema 22 each token record carried its native rows, so every
 // order-book change rewrote the records of the tokens whose rows changed,
@@ -83,30 +82,19 @@ func (s *Store) nativesOf(cid string) (*natives, error) {
 // readNatives reads collection cid's natives in txn. A stored order book
 // that does not decode is an error.
 func readNatives(txn *badger.Txn, cid string) (*natives, error) {
-	it, err := txn.Get(inputKey(InRows, []string{string(readmodel.SourceOrderBook), cid}))
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return &natives{}, nil
+	raw, err := stateSection(txn, cid, SecBook)
+	if err != nil || raw == nil {
+		return &natives{}, err
 	}
+	at, rows, err := decodeRows(raw)
 	if err != nil {
 		return nil, err
 	}
-	var n *natives
-	err = it.Value(func(v []byte) error {
-		raw, err := unpackInput(v)
-		if err != nil {
-			return err
-		}
-		at, rows, err := decodeRows(raw) // copies what it keeps
-		if err != nil {
-			return err
-		}
-		n = &natives{stamp: xxhash.Sum64(raw) | 1, rows: nativeSets(at, rows)}
-		// The rows' strings share one copy of the record.
-		n.size = int64(len(raw))
-		for _, rs := range n.rows {
-			n.size += int64(len(rs)) * int64(unsafe.Sizeof(readmodel.ListingRow{}))
-		}
-		return nil
-	})
-	return n, err
+	n := &natives{stamp: xxhash.Sum64(raw) | 1, rows: nativeSets(at, rows)}
+	// The rows' strings share one copy of the section.
+	n.size = int64(len(raw))
+	for _, rs := range n.rows {
+		n.size += int64(len(rs)) * int64(unsafe.Sizeof(readmodel.ListingRow{}))
+	}
+	return n, nil
 }

@@ -2,16 +2,13 @@ package store
 
 import (
 	"encoding/binary"
-	"errors"
 	"time"
-
-	"github.com/dgraph-io/badger/v4"
 
 	"github.com/marketd/marketd/readmodel"
 )
 
-// A source's listing rows for a collection (the input InRows) are stored
-// as one binary record (schema 13), packed like any input (packInput):
+// A source's listing rows for a collection (a section of its state record,
+// state.go) are one binary record (schema 13):
 //
 //	byte     rowsRecord
 //	time     the rows' observation time
@@ -87,39 +84,4 @@ func decodeRows(raw []byte) (time.Time, []readmodel.ListingRow, error) {
 		return time.Time{}, nil, errCorruptRows
 	}
 	return at, rows, nil
-}
-
-// PutRows stores source src's listing rows of collection cid, observed at
-// observedAt (the input InRows). The order book's rows are what the
-// collection's token views show (natives.go): writing them drops the
-// cached natives and moves TokensVersion.
-func (t *Tx) PutRows(src, cid string, observedAt time.Time, rows []readmodel.ListingRow) {
-	t.set(inputKey(InRows, []string{src, cid}), packInput(encodeRows(observedAt, rows)))
-	if src == string(readmodel.SourceOrderBook) {
-		t.touched = append(t.touched, nativesKey(cid))
-		t.tokenWrites = true
-	}
-}
-
-// Rows returns what PutRows stored for (src, cid); ok is false when
-// nothing is.
-func (t *Tx) Rows(src, cid string) (observedAt time.Time, rows []readmodel.ListingRow, ok bool, err error) {
-	it, err := t.txn.Get(inputKey(InRows, []string{src, cid}))
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return time.Time{}, nil, false, nil
-	}
-	if err == nil {
-		err = it.Value(func(v []byte) error {
-			v, err := unpackInput(v)
-			if err == nil {
-				observedAt, rows, err = decodeRows(v) // copies what it keeps
-			}
-			return err
-		})
-	}
-	if err != nil {
-		t.err = errors.Join(t.err, err)
-		return time.Time{}, nil, false, err
-	}
-	return observedAt, rows, true, nil
 }

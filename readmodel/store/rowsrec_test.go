@@ -70,23 +70,28 @@ func TestRowsRecordRoundTrip(t *testing.T) {
 		big[i].TokenID = strconv.Itoa(1000 + i)
 	}
 	require.NoError(t, s.Update(ctx, func(tx *Tx) error {
-		tx.PutRows("order-book", "c1", at, big)
-		tx.PutRows("order-book", "c2", at, nil)
+		var c1, c2 CollectionState
+		c1[SecBook] = EncodeRows(at, big)
+		c2[SecBook] = EncodeRows(at, nil)
+		tx.PutCollectionState("c1", &c1, true, false)
+		tx.PutCollectionState("c2", &c2, true, false)
 		return nil
 	}))
 	require.NoError(t, s.View(ctx, func(tx *Tx) error {
-		gotAt, got, ok, err := tx.Rows("order-book", "c1")
+		st, ok, err := tx.CollectionState("c1")
 		require.NoError(t, err)
 		assert.True(t, ok)
+		gotAt, got, err := DecodeRows(st[SecBook])
+		require.NoError(t, err)
 		assert.True(t, at.Equal(gotAt))
 		assert.Equal(t, big, got)
-		_, got, ok, err = tx.Rows("order-book", "c2")
+		assert.Nil(t, st[SecMirror], "no mirror rows stored")
+		st, _, err = tx.CollectionState("c2")
 		require.NoError(t, err)
-		assert.True(t, ok, "stored, empty")
+		require.NotNil(t, st[SecBook], "stored, empty")
+		_, got, err = DecodeRows(st[SecBook])
+		require.NoError(t, err)
 		assert.Empty(t, got)
-		_, _, ok, err = tx.Rows("indexer-mirror", "c1")
-		require.NoError(t, err)
-		assert.False(t, ok)
 		return nil
 	}))
 }

@@ -17,7 +17,7 @@ import (
 func TestSaleDictFrozen(t *testing.T) {
 	sum := sha256.Sum256([]byte(saleDictText))
 	assert.Equal(t, "73c6c5d7069ffe4b3c6ec1166b2992e90c44e77129f5fa3392e9ea364b1f8a84", hex.EncodeToString(sum[:]), "saleDictText changed: bump Schema and re-pin")
-	assert.Equal(t, "22", Schema)
+	assert.Equal(t, "23", Schema)
 	require.NotNil(t, eventEncoder(), "the event dictionary is usable")
 	sum = sha256.Sum256([]byte(eventDictText))
 	assert.Equal(t, "69e0cc3754aa8c69367faa568879e2bb8a0609c6d943f374fa8e166b43cb3351", hex.EncodeToString(sum[:]), "eventDictText changed: bump Schema and re-pin")

@@ -364,7 +364,7 @@ func gcPause(took time.Duration, share float64) time.Duration {
 //	10: no token views: a token's record carries its version and native
 //	   order-book rows, and the store renders the view on read
 //	11: collection, floor and listings views carry their asOf sources;
-//	   listings views the listed count and the cut rows' expiries (issue 30)
+//	   listings views the listed count and the cut rows' expiries
 //	12: token records in S2-compressed blocks per (address, bucket), i/tk/;
 //	   listing snapshots' bodies and sale items (against saleDictText) in S2
 //	13: listing rows inputs (i/r/) are binary records (rowsrec.go)
@@ -382,7 +382,9 @@ func gcPause(took time.Duration, share float64) time.Duration {
 //	21: listing snapshots hold their rows (rows records), rendered on read
 //	22: token records hold no native order-book rows: a token's view
 //	   reads them from its collection's order book (natives.go)
-const Schema = "22"
+//	23: a collection's inputs are one record (i/cs/, state.go), its feed's
+//	   listing set referring to its sources' rows; e/s/ holds the head alone
+const Schema = "23"
 
 // schema is what the store records: Schema and a fingerprint of the
 // record's field lists (readmodel.TokenDoc's, ListingRow's and SaleRow's
@@ -1030,7 +1032,7 @@ func (s *Store) Digest(ctx context.Context, at time.Time) (string, error) {
 				}
 				royalty, seen := royalties[r.Doc.CollectionID]
 				if !seen {
-					doc, err := jsonGet[royaltyDoc](txn, key(pDoc, r.Doc.CollectionID))
+					doc, err := readRoyaltyDoc(txn, r.Doc.CollectionID)
 					if err != nil {
 						return err
 					}

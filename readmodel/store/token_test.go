@@ -33,7 +33,7 @@ func evmToken(t0 time.Time) (string, *TokenRecord, []readmodel.ListingRow) {
 // observed at the record's time.
 func putEVMToken(tx *Tx, k string, rec *TokenRecord, book []readmodel.ListingRow) {
 	tx.PutTokenRecord(k, rec)
-	tx.PutRows(string(readmodel.SourceOrderBook), rec.Doc.CollectionID, rec.ObservedAt, book)
+	putRows(tx, readmodel.SourceOrderBook, rec.Doc.CollectionID, rec.ObservedAt, book)
 }
 
 // TestTokenRenderedOnRead: a token's view is rendered from its record as
@@ -86,7 +86,7 @@ func TestTokenRenderedOnRead(t *testing.T) {
 	repriced[1].PriceRaw, repriced[1].OrderID = "500000000000000000", "c"
 	putBook := func(rows []readmodel.ListingRow) {
 		require.NoError(t, s.Update(ctx, func(tx *Tx) error {
-			tx.PutRows(string(readmodel.SourceOrderBook), d.CollectionID, t0, rows)
+			putRows(tx, readmodel.SourceOrderBook, d.CollectionID, t0, rows)
 			return nil
 		}))
 	}
@@ -128,7 +128,7 @@ func TestDigestRendersTokens(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEqual(t, da, later)
 	require.NoError(t, b.Update(ctx, func(tx *Tx) error {
-		tx.PutRows(string(readmodel.SourceOrderBook), rec.Doc.CollectionID, t0, book[:1]) // the cheaper row gone
+		putRows(tx, readmodel.SourceOrderBook, rec.Doc.CollectionID, t0, book[:1]) // the cheaper row gone
 		return nil
 	}))
 	dbook, err := b.Digest(ctx, t0)
@@ -150,10 +150,10 @@ func TestTokensVersion(t *testing.T) {
 	}{
 		{"a token written", func(tx *Tx) { tx.PutTokenRecord(k, rec) }, true},
 		{"an order book written (its tokens show its rows)", func(tx *Tx) {
-			tx.PutRows(string(readmodel.SourceOrderBook), rec.Doc.CollectionID, rec.ObservedAt, book)
+			putRows(tx, readmodel.SourceOrderBook, rec.Doc.CollectionID, rec.ObservedAt, book)
 		}, true},
 		{"another source's rows written", func(tx *Tx) {
-			tx.PutRows(string(readmodel.SourceIndexerMirror), rec.Doc.CollectionID, rec.ObservedAt, book)
+			putRows(tx, readmodel.SourceIndexerMirror, rec.Doc.CollectionID, rec.ObservedAt, book)
 		}, false},
 		{"another view written", func(tx *Tx) { tx.Register("polygon_x") }, false},
 		{"a position moved", func(tx *Tx) { tx.SetPosition("MARKETD_STATE", StreamPos{Seq: 9}) }, false},
@@ -204,7 +204,11 @@ func TestTokenListingChargesRoyalty(t *testing.T) {
 			if tc.name != "no document" {
 				before := s.TokensVersion()
 				require.NoError(t, s.Update(ctx, func(tx *Tx) error {
-					tx.Put(InDoc, readmodel.CollectionDoc{ID: d.CollectionID, Chain: d.Chain, RoyaltyBps: tc.royalty}, d.CollectionID)
+					doc, err := EncodeJSON(readmodel.CollectionDoc{ID: d.CollectionID, Chain: d.Chain, RoyaltyBps: tc.royalty})
+					if err != nil {
+						return err
+					}
+					putSection(tx, d.CollectionID, SecDoc, doc)
 					tx.RoyaltyChanged(d.CollectionID)
 					return nil
 				}))
@@ -263,4 +267,24 @@ func TestNativeSets(t *testing.T) {
 			assert.Equal(t, tt.want, got)
 		})
 	}
+}
+
+// putSection sets one section of collection cid's state record, keeping
+// the others, as the projector does when a message changes it.
+func putSection(tx *Tx, cid string, sec StateSection, b []byte) {
+	st, _, err := tx.CollectionState(cid)
+	if err != nil {
+		panic(err)
+	}
+	st[sec] = b
+	tx.PutCollectionState(cid, &st, sec == SecBook, false)
+}
+
+// putRows stores source src's rows of collection cid.
+func putRows(tx *Tx, src readmodel.Source, cid string, at time.Time, rows []readmodel.ListingRow) {
+	sec := SecMirror
+	if src == readmodel.SourceOrderBook {
+		sec = SecBook
+	}
+	putSection(tx, cid, sec, EncodeRows(at, rows))
 }

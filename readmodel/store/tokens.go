@@ -230,6 +230,16 @@ type royaltyDoc struct {
 	RoyaltyBps *int64 `json:"royaltyBps"`
 }
 
+// readRoyaltyDoc reads the royalty of collection cid's document in txn
+// (nil when it has none).
+func readRoyaltyDoc(txn *badger.Txn, cid string) (*royaltyDoc, error) {
+	sec, err := stateSection(txn, cid, SecDoc)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeJSON[royaltyDoc](sec)
+}
+
 // cachedRoyalty is a collection's royalty in the cache (royaltyKey).
 type cachedRoyalty struct{ bps *int64 }
 
@@ -249,7 +259,7 @@ func (s *Store) royaltyOf(cid string) (*int64, error) {
 	k := royaltyKey(cid)
 	var doc *royaltyDoc
 	err := s.db.View(func(txn *badger.Txn) (err error) {
-		doc, err = jsonGet[royaltyDoc](txn, key(pDoc, cid))
+		doc, err = readRoyaltyDoc(txn, cid)
 		return err
 	})
 	if err != nil {

@@ -300,44 +300,25 @@ func (t *Tx) Delete(kind InputKind, parts ...string) { t.del(inputKey(kind, part
 // InputKind names a family of projection inputs.
 type InputKind int
 
+// A collection's own inputs are not input kinds: they are sections of its
+// state record (state.go).
 const (
-	InDoc        InputKind = iota // (cid) CollectionDoc
-	InStats                       // (cid) CollectionStats
-	InAnalytics                   // (cid) Analytics
-	InRows                        // (source, cid) listing rows
-	InStatus                      // (source, cid) poll status
-	InRates                       // () USD rates
-	InLastGood                    // (cid) last-good buyer floor
-	InTokenAddrs                  // (cid) the token addresses (chain|address) a collection's tokens messages listed ([]string)
-	InJob                         // (name) node-local job state
-	InPolled                      // (poll name) when the poll last succeeded (readmodel.Polled)
-	InHistory                     // (cid) a collection's detail history (render.History, raw)
+	InStatus InputKind = iota // (source, cid) poll status
+	InRates                   // () USD rates
+	InJob                     // (name) node-local job state
+	InPolled                  // (poll name) when the poll last succeeded (readmodel.Polled)
 )
 
 func inputKey(kind InputKind, parts []string) []byte {
 	switch kind {
-	case InDoc:
-		return key(pDoc, parts...)
-	case InStats:
-		return key(pStats, parts...)
-	case InAnalytics:
-		return key(pAnalytics, parts...)
-	case InRows:
-		return key(pRows, parts...)
 	case InStatus:
 		return key(pStatus, parts...)
 	case InRates:
 		return kRates
-	case InLastGood:
-		return key(pLastGood, parts...)
-	case InTokenAddrs:
-		return key(pTokenAddrs, parts...)
 	case InJob:
 		return key(pJob, parts...)
 	case InPolled:
 		return key(pPolled, parts...)
-	case InHistory:
-		return key(pHistory, parts...)
 	}
 	return key([]byte("i/?/"), parts...)
 }

@@ -14,8 +14,9 @@ import (
 	"github.com/marketd/marketd/readmodel/projector"
 )
 
-// Issue 30 as the projector prepares it: fees on rows and the floor,
-// the listed count past the ceiling, asOf sources, change ratios.
+// What marketd adds beyond SPEC, as the projector prepares it: fees on
+// rows and the floor, the listed count past the ceiling, asOf sources,
+// change ratios.
 
 func TestListingFees(t *testing.T) {
 	const cid, contract = "ethereum_0xfee", "0xfee"
