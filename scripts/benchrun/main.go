@@ -52,7 +52,7 @@ func main() {
 type Options struct {
 	Quick         bool
 	BinDir        string // holds marketd, benchref, benchconsume
-	RepoDir       string // module root, for go test -bench
+	RepoDir       string // the product module's root, for go test -bench
 	OutDir        string // where the report goes
 	ServerCore    string // taskset list for marketd and benchref
 	WrkCore       string // taskset list for wrk
@@ -130,7 +130,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.Bool("quick", quick, "short development mode: 2 s runs, 1 repetition, small large-market (BENCH_QUICK=1)")
 	fs.Bool("medium", medium, "the size to iterate on: 10,000 collections x 100 tokens, every phase, 5 s runs (BENCH_MEDIUM=1)")
 	fs.StringVar(&o.BinDir, "bin-dir", env("BENCH_BIN_DIR", o.BinDir), "directory with marketd, benchref, benchconsume")
-	fs.StringVar(&o.RepoDir, "repo", env("BENCH_REPO", o.RepoDir), "module root (for go test -bench)")
+	fs.StringVar(&o.RepoDir, "repo", env("BENCH_REPO", o.RepoDir), "the product module's root (for go test -bench)")
 	fs.StringVar(&o.OutDir, "out", env("BENCH_OUT", o.OutDir), "report directory")
 	fs.StringVar(&o.ServerCore, "server-core", env("BENCH_SERVER_CORE", o.ServerCore), "taskset CPU list of the servers")
 	fs.StringVar(&o.WrkCore, "wrk-core", env("BENCH_WRK_CORE", o.WrkCore), "taskset CPU list of wrk")
