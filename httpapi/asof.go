@@ -12,8 +12,9 @@ import (
 	"github.com/marketd/marketd/readmodel/render"
 )
 
-// asOf (issue 30): the floor, a collection detail's stats, a listings
-// snapshot and a token say when the sources behind them last succeeded.
+// asOf, per-value freshness beyond SPEC's meta.stale: the floor, a
+// collection detail's stats, a listings snapshot and a token say when the
+// sources behind them last succeeded, so a client can judge their age itself.
 // A view records which sources those are and what it knew of them when it
 // was rendered (render.Freshness); a healthy source's last success moves
 // every cycle without the view changing, so it is resolved here, per

@@ -305,7 +305,8 @@ func evmItem(collection, contract string, tokenID int, priceWei string, decimal 
 }
 
 // withFees is item as a row of the listings feed, which carries its fees
-// (issue 30); this collection's royalty is unknown.
+// and buyerPrice after the MarketItem's fields (render.ListingRowJSON); this
+// collection's royalty is unknown, so buyerPrice is null.
 func withFees(item []byte) []byte {
 	return append(item[:len(item)-1], `,"fees":[{"kind":"platform","bps":200,"amount":{"raw":"20","decimal":2e-17,"currency":"ETH","usd":null}},{"kind":"royalty","bps":null,"amount":null}],"buyerPrice":null}`...)
 }

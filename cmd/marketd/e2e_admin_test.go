@@ -12,7 +12,9 @@ import (
 
 // TestAdminEndToEnd checks the admin listener: health, readiness, a manual
 // cycle answered after projection, per-source status through a fault, and
-// the Prometheus metrics the issue names.
+// the Prometheus metrics an operator's dashboards and alerts read (requests
+// and their latency, polls and rejected rows, projector lag and position,
+// sweeps, the view cache and the LSM tree's size).
 func TestAdminEndToEnd(t *testing.T) {
 	e := newAPIEnv(t)
 	assert.Equal(t, 200, get(t, e.Admin+"/healthz").Status)

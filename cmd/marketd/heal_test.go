@@ -18,8 +18,9 @@ import (
 	"github.com/marketd/marketd/internal/damage"
 )
 
-// TestDamagedViewsHeal is issue 28's storage rows: a node's view store is
-// damaged while the node is stopped (a table removed or truncated, the
+// TestDamagedViewsHeal runs the rows of docs/operating.md's Damaged storage
+// table: a node's view store is damaged while the node is stopped (a table
+// removed or truncated, the
 // MANIFEST emptied, the value log truncated or garbled, and a table
 // garbled, which reads as missing keys until the tables are verified); the
 // node starts anyway, rebuilds its views from the streams, counts the

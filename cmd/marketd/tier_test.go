@@ -175,8 +175,8 @@ func leaseHolder(t *testing.T, m *Main) string {
 	return obj(r.JSON["lease"])["holder"].(string)
 }
 
-// TestTierSurvivesLosingAServerAndAnIngest is the cache tier of issue 27:
-// a stream leader's server stopped mid-cycle, the active ingest stopped,
+// TestTierSurvivesLosingAServerAndAnIngest is the regional cache tier's
+// failover (docs/tier.md): a stream leader's server stopped mid-cycle, the active ingest stopped,
 // everything restarted in another order; the serve nodes always equal a
 // clean replay of the streams.
 func TestTierSurvivesLosingAServerAndAnIngest(t *testing.T) {

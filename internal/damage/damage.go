@@ -1,7 +1,8 @@
-// Package damage damages a Badger directory the ways issue 28's storage
-// rows did by hand, for the tests that check a damaged view store heals
-// (readmodel/store, cmd/marketd). scripts/reliability does the same with
-// shell tools on a stopped node.
+// Package damage damages a Badger directory the ways an operator may find
+// a view store after a crash or a failing disk (the rows of the Damaged
+// storage table in docs/operating.md), for the tests that check a damaged
+// view store heals (readmodel/store, cmd/marketd). scripts/reliability
+// does the same with shell tools on a stopped node.
 package damage
 
 import (
@@ -17,9 +18,10 @@ type Case struct {
 	Do   func(dir string) error
 }
 
-// Cases are the storage rows of issue 28's damage matrix, and a garbled
-// table. Each needs a directory Badger closed cleanly (at least one table
-// and one value log).
+// Cases are the rows of docs/operating.md's Damaged storage table: a table
+// removed, truncated or garbled, the MANIFEST emptied, the value log
+// truncated or garbled. Each needs a directory Badger closed cleanly (at
+// least one table and one value log).
 var Cases = []Case{
 	{"sst removed", func(dir string) error {
 		f, err := first(dir, "*.sst")

@@ -9,8 +9,9 @@ import (
 	"github.com/marketd/marketd/readmodel"
 )
 
-// Fees, explicitly (issue 30). Every listing row and the floor carry what
-// a buyer pays on top of the ask, by SPEC §1's fee table:
+// Fees, explicitly, so a buyer sees the total before paying: beyond SPEC,
+// every listing row and the floor carry what a buyer pays on top of the
+// ask, by SPEC §1's fee table:
 //
 //	native row on Solana   platform 3 %  + royalty
 //	native row on EVM      platform 2 %  + royalty

@@ -7,9 +7,10 @@ import (
 	"github.com/marketd/marketd/readmodel"
 )
 
-// Freshness per value (issue 30): asOf on the floor, the collection
-// detail's stats, each listings snapshot and each token is when the
-// sources behind the value last succeeded, the oldest of them.
+// Freshness per value, beyond SPEC's meta.stale, so a client can judge a
+// value's age itself: asOf on the floor, the collection detail's stats,
+// each listings snapshot and each token is when the sources behind the
+// value last succeeded, the oldest of them.
 //
 // A source's last success moves every cycle it succeeds, while ingest
 // publishes nothing else when nothing changed, so it cannot be baked into

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Change ratios (issue 30): a collection detail's stats.change compares
+// Change ratios, beyond SPEC: a collection detail's stats.change compares
 // its floor and volume windows now with the same figures 24 hours and 7
 // days ago: (now / then) − 1, so 0.25 is a quarter up. A side that is
 // unknown (no figure then or now, or a figure then of zero) makes the

@@ -561,8 +561,8 @@ type floorResponse struct {
 	Aggregated   bool             `json:"aggregated"`
 	UpdatedAt    string           `json:"updatedAt"`
 	Stale        bool             `json:"stale"`
-	// Issue 30's additions, after SPEC's fields: the fees and buyer price
-	// of the floor's row, and asOf (spliced by the API).
+	// What marketd adds after SPEC's fields: the fees and buyer price of
+	// the floor's row, and asOf (spliced by the API).
 	fees *Fees
 }
 
@@ -724,7 +724,7 @@ type tokenDetail struct {
 	Owner           tokenOwner            `json:"owner"`
 	Listing         *readmodel.MarketItem `json:"listing"`
 	LastSale        *lastSale             `json:"lastSale"`
-	// fees are the listing's fees and buyerPrice (issue 30), written
+	// fees are the listing's fees and buyerPrice, which marketd adds
 	// after its SPEC fields; nil when there is no listing.
 	fees *Fees
 }

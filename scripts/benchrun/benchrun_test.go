@@ -217,7 +217,7 @@ func TestParseOptions(t *testing.T) {
 		check   func(t *testing.T, o Options)
 		wantErr bool
 	}{
-		{name: "defaults are issue 6's", check: func(t *testing.T, o Options) {
+		{name: "defaults are the full run's", check: func(t *testing.T, o Options) {
 			assert.Equal(t, 10*time.Second, o.Wrk.Duration)
 			assert.Equal(t, 64, o.Wrk.Connections)
 			assert.Equal(t, 3, o.Runs)
@@ -241,7 +241,7 @@ func TestParseOptions(t *testing.T) {
 			assert.True(t, o.GoBench)
 			assert.False(t, o.Medium)
 		}},
-		{name: "medium from env: issue 26's size to iterate on", env: map[string]string{"BENCH_MEDIUM": "1"}, check: func(t *testing.T, o Options) {
+		{name: "medium from env: the size to iterate on", env: map[string]string{"BENCH_MEDIUM": "1"}, check: func(t *testing.T, o Options) {
 			assert.True(t, o.Medium)
 			assert.Equal(t, 10_000, o.BigSize)
 			assert.Equal(t, 5*time.Second, o.Wrk.Duration)

@@ -348,7 +348,7 @@ func (h *harness) startNode(ctx context.Context, s *SizeRun) (*node, error) {
 		simArgs = append(simArgs, "--sim-anchor", s.SimAnchor.Format(time.RFC3339))
 	}
 	if f := h.tokensFlag(ctx); f != "" && s.Label != "demo" {
-		// Issue 6's large market: 100 tokens a collection (10 M at 100 k),
+		// The large market: 100 tokens a collection (10 M at 100 k),
 		// so that the store's bytes per token have a known denominator.
 		simArgs = append(simArgs, f, "100")
 		s.TokensPerCollection = 100

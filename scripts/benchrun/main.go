@@ -13,11 +13,12 @@
 //  5. resident memory (steady, peak) at both sizes;
 //  6. `go test -bench` of the handlers and the projector;
 //
-// and, for issue 26, at the large size: the node inside a memory cgroup
-// (cgroup.go: its usage, anonymous memory, major faults), a new `serve`
-// node joining its streams (join.go), reads over a mixed set of endpoints
-// while a cycle is applied (mixed.go), and the view store's bytes per
-// token after three cycles and a value-log GC (phases.go, disk.go).
+// and, for a lean node at ten million tokens, at the large size: the node
+// inside a memory cgroup (cgroup.go: its usage, anonymous memory, major
+// faults), a new `serve` node joining its streams (join.go), reads over a
+// mixed set of endpoints while a cycle is applied (mixed.go), and the view
+// store's bytes per token after three cycles and a value-log GC (phases.go,
+// disk.go).
 //
 // Every phase has a timeout; a phase that fails or does not fit is written
 // into the report as skipped, with the reason, and the run goes on.
@@ -52,7 +53,7 @@ func main() {
 type Options struct {
 	Quick         bool
 	BinDir        string // holds marketd, benchref, benchconsume
-	RepoDir       string // module root, for go test -bench
+	RepoDir       string // the product module's root, for go test -bench
 	OutDir        string // where the report goes
 	ServerCore    string // taskset list for marketd and benchref
 	WrkCore       string // taskset list for wrk
@@ -94,8 +95,9 @@ func defaultOptions(quick, medium bool) Options {
 		o.Wrk.Duration, o.Runs, o.BigSize, o.FreshReps, o.BenchTime = 2*time.Second, 1, 5000, 5, "100ms"
 		o.FreshBudget, o.BigReady = time.Minute, 3*time.Minute
 	case medium:
-		// Issue 26's size to iterate on: 10,000 collections x 100 tokens,
-		// every phase of the full run, shorter wrk runs, no go test -bench.
+		// The size to iterate on the large node at: 10,000 collections x
+		// 100 tokens, every phase of the full run, shorter wrk runs, no go
+		// test -bench.
 		o.Medium = true
 		o.Wrk.Duration, o.Runs, o.BigSize, o.FreshReps = 5*time.Second, 1, 10_000, 5
 		o.FreshBudget, o.BigReady, o.GoBench, o.Budget = time.Minute, 3*time.Minute, false, 25*time.Minute
@@ -130,7 +132,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.Bool("quick", quick, "short development mode: 2 s runs, 1 repetition, small large-market (BENCH_QUICK=1)")
 	fs.Bool("medium", medium, "the size to iterate on: 10,000 collections x 100 tokens, every phase, 5 s runs (BENCH_MEDIUM=1)")
 	fs.StringVar(&o.BinDir, "bin-dir", env("BENCH_BIN_DIR", o.BinDir), "directory with marketd, benchref, benchconsume")
-	fs.StringVar(&o.RepoDir, "repo", env("BENCH_REPO", o.RepoDir), "module root (for go test -bench)")
+	fs.StringVar(&o.RepoDir, "repo", env("BENCH_REPO", o.RepoDir), "the product module's root (for go test -bench)")
 	fs.StringVar(&o.OutDir, "out", env("BENCH_OUT", o.OutDir), "report directory")
 	fs.StringVar(&o.ServerCore, "server-core", env("BENCH_SERVER_CORE", o.ServerCore), "taskset CPU list of the servers")
 	fs.StringVar(&o.WrkCore, "wrk-core", env("BENCH_WRK_CORE", o.WrkCore), "taskset CPU list of wrk")

@@ -7,7 +7,8 @@ import (
 	"time"
 )
 
-// Targets of issue 6, as ratios from the same run.
+// Targets of the read path, freshness, a cycle's cost and replay, as
+// ratios from the same run.
 const (
 	targetRPSvsRef   = 0.85
 	targetP99vsRef   = 2.0
@@ -18,7 +19,7 @@ const (
 	targetReplay     = 0.5
 )
 
-// Targets of issue 26 (a lean node at ten million tokens).
+// Targets of a lean node at ten million tokens (the large size).
 const (
 	targetAnon        = 1 << 30 // anonymous memory inside the cgroup
 	targetPerToken    = 250.0   // bytes of view store per token
@@ -30,8 +31,8 @@ const (
 	targetReplayRSS   = 1 << 30
 )
 
-// readyTarget is the start-up goal at a size: issue 26 sets one for the
-// large market and one for the medium market it is iterated on.
+// readyTarget is the start-up goal at a size: one for the large market and
+// a tighter one for the medium market the large node is iterated on.
 func readyTarget(collections int) time.Duration {
 	if collections <= 10_000 {
 		return targetReadyMedium
@@ -653,7 +654,8 @@ func renderStore(b *strings.Builder, r *Results) {
 	}
 }
 
-// verdicts summarises every target of issue 6.
+// verdicts summarises every target: the read path's, freshness, a cycle's
+// cost and replay, then the large node's (largeNodeVerdicts).
 func verdicts(r *Results) []verdict {
 	var vs []verdict
 	var demo, big *SizeRun
@@ -802,7 +804,7 @@ func verdicts(r *Results) []verdict {
 	}
 	vs = append(vs, rv)
 
-	vs = append(vs, issue26Verdicts(r, demo, big, bigv)...)
+	vs = append(vs, largeNodeVerdicts(r, demo, big, bigv)...)
 	for i := range vs {
 		vs[i].measured = strings.ReplaceAll(vs[i].measured, "|", "/")
 	}
@@ -836,11 +838,11 @@ func renderReadme(r *Results, reportPath string) string {
 	return b.String()
 }
 
-// issue26Verdicts are the targets of issue 26 at the large size: memory
+// largeNodeVerdicts are the targets of a lean node at the large size: memory
 // inside the cgroup, the store per token, a joining node, start-up, p99
 // against demo (idle and during a cycle) and replay's memory. bigRPS is
 // the large-vs-demo read verdict ("serves at full speed").
-func issue26Verdicts(r *Results, demo, big *SizeRun, bigRPS verdict) []verdict {
+func largeNodeVerdicts(r *Results, demo, big *SizeRun, bigRPS verdict) []verdict {
 	nm := func(target string) verdict { return verdict{target: target, measured: "not measured", met: "?"} }
 	var vs []verdict
 

@@ -191,9 +191,9 @@ func TestRenderReadme(t *testing.T) {
 		"read p99 at the large size ≤ 2 × demo p99, every endpoint",
 		"read p99 while a cycle is applied at the large size ≤ 2 × demo p99 (mixed set)",
 	} {
-		assert.Contains(t, out, "| "+target+" |", "issue 26's targets are in the README's table")
+		assert.Contains(t, out, "| "+target+" |", "the large node's targets are in the README's table")
 	}
-	assert.NotContains(t, out, "RSS ≤ 1.5 GB", "issue 6's memory target gave way to issue 26's")
+	assert.NotContains(t, out, "RSS ≤ 1.5 GB", "the RSS target gave way to the memory cgroup's anonymous target")
 	assert.NotContains(t, out, "## Freshness", "only the targets and the demo table")
 	assert.Contains(t, out, "`bench-results/x.md`")
 }
@@ -237,9 +237,9 @@ func TestRenderFromSavedResults(t *testing.T) {
 	assert.Equal(t, renderReadme(res, filepath.Join(dir, "run.md")), string(readme))
 }
 
-// TestIssue26Verdicts: how each of issue 26's targets reads when a phase
-// could not run as planned.
-func TestIssue26Verdicts(t *testing.T) {
+// TestLargeNodeVerdicts: how each of the large node's targets reads when a
+// phase could not run as planned.
+func TestLargeNodeVerdicts(t *testing.T) {
 	const (
 		memory = 6 + iota
 		store

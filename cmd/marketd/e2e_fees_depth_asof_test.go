@@ -10,9 +10,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Issue 30's fees, depth and freshness, end to end through `marketd all`
-// and the simulator (every response is also validated against the OpenAPI
-// document by the request helpers).
+// What marketd adds to SPEC's listing rows, floors, collection details and
+// tokens: fees and buyerPrice, the listings' depth (listedCount, truncated)
+// and per-value freshness (asOf), end to end through `marketd all` and the
+// simulator (every response is also validated against the OpenAPI document
+// by the request helpers).
 
 func bigRaw(t *testing.T, price any) *big.Int {
 	t.Helper()

@@ -2,7 +2,6 @@ package render
 
 import (
 	"encoding/json"
-	"math"
 	"testing"
 	"time"
 
@@ -91,110 +90,8 @@ func countUSDSlots(b []byte) int {
 	}
 }
 
-func TestFreshnessResolve(t *testing.T) {
-	ob, mi := string(readmodel.SourceOrderBook), string(readmodel.SourceIndexerMirror)
-	at := func(m int64) time.Time { return time.UnixMilli(m) }
-	var pt PollTimes
-	pt[readmodel.PollIndex(ob)] = 5000
-	pt[readmodel.PollIndex(mi)] = 7000
-	cases := []struct {
-		name string
-		add  func(f *Freshness)
-		want int64
-	}{
-		{"no source: unknown", func(f *Freshness) {}, 0},
-		{"healthy sources: the older poll", func(f *Freshness) { f.Add(ob, nil); f.Add(mi, &readmodel.PollStatus{OK: true, LastGoodAt: at(9000)}) }, 5000},
-		{"a failing source: its last success", func(f *Freshness) {
-			f.Add(ob, &readmodel.PollStatus{OK: false, LastGoodAt: at(3000)})
-			f.Add(mi, nil)
-		}, 3000},
-		{"failing, never succeeded: unknown", func(f *Freshness) { f.Add(ob, &readmodel.PollStatus{OK: false}) }, 0},
-		{"healthy, never polled: unknown", func(f *Freshness) { f.Add(string(readmodel.SourceAnalytics), nil) }, 0},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			var f Freshness
-			tc.add(&f)
-			assert.Equal(t, tc.want, f.Resolve(&pt))
-		})
-	}
-}
-
-func TestSpliceAsOf(t *testing.T) {
-	cases := []struct {
-		name    string
-		body    string
-		maxTail int
-		want    string // body with asOf 1000 ms spliced; "" when no slot
-	}{
-		{"last field", `{"a":1,"asOf":null}`, 1, `{"a":1,"asOf":"1970-01-01T00:00:01.000Z"}`},
-		{"inside stats", `{"stats":{"asOf":null},"stale":false}`, 16, `{"stats":{"asOf":"1970-01-01T00:00:01.000Z"},"stale":false}`},
-		{"too far from the end", `{"asOf":null,"b":"xxxxxxxxxxxxxxxxxxxx"}`, 1, ""},
-		{"none", `{"a":1}`, 1, ""},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			b := []byte(tc.body)
-			at, ok := SpliceAsOf(b, tc.maxTail)
-			if tc.want == "" {
-				assert.False(t, ok)
-				return
-			}
-			require.True(t, ok)
-			out := append(AppendAsOf(append([]byte(nil), b[:at]...), 1000), b[at+4:]...)
-			assert.Equal(t, tc.want, string(out))
-		})
-	}
-}
-
-func TestHistoryChanges(t *testing.T) {
-	f := func(v float64) *float64 { return &v }
-	t0 := time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC)
-	var h History
-	h = h.Record(NewSample(t0, f(2), f(10), f(100)))
-	assert.Equal(t, Changes{}, h.ChangesOf(), "one sample: every side before it unknown")
-
-	h = h.Record(NewSample(t0.Add(Day), f(3), f(0), nil))
-	c := h.ChangesOf()
-	require.NotNil(t, c.Floor24h)
-	assert.InDelta(t, 0.5, *c.Floor24h, 1e-9)
-	assert.InDelta(t, -1.0, *c.Volume24h, 1e-9)
-	assert.Nil(t, c.Volume7d, "unknown now: null")
-	assert.Nil(t, c.Floor7d, "nothing a week before")
-
-	h = h.Record(NewSample(t0.Add(2*Day), f(3), f(4), f(1)))
-	assert.Nil(t, h.ChangesOf().Volume24h, "then zero: null, not infinite")
-}
-
-// TestHistoryIsBounded: a sample every two minutes for three weeks keeps
-// a small record that still answers both look-backs.
-func TestHistoryIsBounded(t *testing.T) {
-	t0 := time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC)
-	var h History
-	most := 0
-	for i := 0; i < 3*7*24*30; i++ {
-		v := float64(i)
-		h = h.Record(NewSample(t0.Add(time.Duration(i)*2*time.Minute), &v, &v, &v))
-		most = max(most, len(h))
-	}
-	assert.LessOrEqual(t, most, 45, "bounded")
-	assert.LessOrEqual(t, len(h.Encode()), 45*32)
-	c := h.ChangesOf()
-	require.NotNil(t, c.Floor24h)
-	require.NotNil(t, c.Floor7d)
-	last := float64(3*7*24*30 - 1)
-	dayAgo := last - 24*30
-	weekAgo := last - 7*24*30
-	assert.InDelta(t, last/dayAgo-1, *c.Floor24h, last/dayAgo*0.01, "within the hour's resolution")
-	assert.InDelta(t, last/weekAgo-1, *c.Floor7d, last/weekAgo*0.05, "within 12 hours' resolution")
-	assert.Equal(t, h, DecodeHistory(h.Encode()))
-	unknown := History{NewSample(time.Unix(0, 0), nil, nil, nil)}
-	assert.True(t, math.IsNaN(DecodeHistory(unknown.Encode())[0].Vol7d), "unknown survives the record")
-	t.Logf("at most %d samples, %d bytes", most, len(h.Encode()))
-}
-
 // BenchmarkListingRow: a listing row as the projector renders it, with
-// and without its fees (what issue 30 adds to every listings render).
+// and without its fees (what marketd adds to every row of a listings render).
 func BenchmarkListingRow(b *testing.B) {
 	bps := int64(500)
 	r := &readmodel.ListingRow{Chain: readmodel.Ethereum, ContractAddress: "0x1111111111111111111111111111111111111111", TokenID: "1234",
