@@ -1,6 +1,7 @@
 package projector
 
 import (
+	"bytes"
 	"sort"
 
 	"github.com/marketd/marketd/readmodel"
@@ -8,17 +9,19 @@ import (
 )
 
 // collState is one collection's inputs as this transaction last read or
-// wrote them: its state record (store.CollectionState), loaded with one
-// read the first time a message or render of the transaction needs the
-// collection, decoded section by section as they are asked for, and
-// saved with one write (saveStates) before the transaction commits when a
-// section changed. A section never decoded is written back as it was
-// read.
+// wrote them: its state (store.CollectionState), its small record read the
+// first time a message or render of the transaction needs the collection
+// and its listings record the first time one needs its listings, decoded
+// section by section as they are asked for, and saved (saveStates) before
+// the transaction commits when a section changed. A section never
+// decoded is written back as it was read.
 type collState struct {
-	cid    string
-	stored store.CollectionState // as read: what undecoded sections keep
-	have   [store.NumStateSections]bool
-	dirty  [store.NumStateSections]bool
+	cid          string
+	tx           *store.Tx             // reads the listings record when first needed
+	stored       store.CollectionState // as read: what undecoded sections keep
+	listingsRead bool                  // stored holds the listings record's sections
+	have         [store.NumStateSections]bool
+	dirty        [store.NumStateSections]bool
 
 	doc        *readmodel.CollectionDoc
 	stats      *readmodel.CollectionStats
@@ -54,16 +57,34 @@ func (a *applier) state(cid string) (*collState, error) {
 	if s, ok := a.states[cid]; ok {
 		return s, nil
 	}
-	stored, _, err := a.tx.CollectionState(cid)
+	stored, err := a.tx.CollectionState(cid, false)
 	if err != nil {
 		return nil, err
 	}
-	s := &collState{cid: cid, stored: stored}
+	s := &collState{cid: cid, tx: a.tx, stored: stored}
 	if a.states == nil {
 		a.states = map[string]*collState{}
 	}
 	a.states[cid] = s
 	return s, nil
+}
+
+// listings reads the collection's listings record into s.stored, once.
+func (s *collState) listings() error {
+	if s.listingsRead {
+		return nil
+	}
+	st, err := s.tx.CollectionState(s.cid, true)
+	if err != nil {
+		return err
+	}
+	for sec := range st {
+		if store.ListingSection(store.StateSection(sec)) {
+			s.stored[sec] = st[sec]
+		}
+	}
+	s.listingsRead = true
+	return nil
 }
 
 // decodeJSON decodes JSON section sec of s into *dst once.
@@ -130,6 +151,9 @@ func (s *collState) Rows(src readmodel.Source) (*rowsInput, error) {
 	if s.have[sec] {
 		return s.rows[i], nil
 	}
+	if err := s.listings(); err != nil {
+		return nil, err
+	}
 	if raw := s.stored[sec]; raw != nil {
 		at, rows, err := store.DecodeRows(raw)
 		if err != nil {
@@ -144,6 +168,9 @@ func (s *collState) Rows(src readmodel.Source) (*rowsInput, error) {
 // storedRows are the rows of both sources as the record was read: what
 // the stored feed set refers to.
 func (s *collState) storedRows() (book, mirror []readmodel.ListingRow, err error) {
+	if err := s.listings(); err != nil {
+		return nil, nil, err
+	}
 	var out [2][]readmodel.ListingRow
 	for i, sec := range rowsSections {
 		if s.dirty[sec] {
@@ -190,6 +217,9 @@ func (s *collState) Set() ([]readmodel.ListingRow, error) {
 	if s.have[store.SecFeedSet] {
 		return s.set, nil
 	}
+	if err := s.listings(); err != nil {
+		return nil, err
+	}
 	if raw := s.stored[store.SecFeedSet]; raw != nil {
 		book, mirror, err := s.storedRows()
 		if err != nil {
@@ -214,10 +244,22 @@ func (s *collState) setAnalytics(v *readmodel.Analytics) {
 	s.analytics = v
 	s.mark(store.SecAnalytics)
 }
-func (s *collState) setLastGood(v *lastGood)           { s.lastGood = v; s.mark(store.SecLastGood) }
-func (s *collState) setHistory(h []byte)               { s.history = h; s.mark(store.SecHistory) }
-func (s *collState) setTokenAddrs(a []string)          { s.tokenAddrs = a; s.mark(store.SecTokenAddrs) }
-func (s *collState) setSold(sold []uint64)             { s.sold = sold; s.mark(store.SecFeedSold) }
+func (s *collState) setLastGood(v *lastGood) { s.lastGood = v; s.mark(store.SecLastGood) }
+
+// setHistory replaces the detail history; a render that records no new
+// sample leaves the record as it was.
+func (s *collState) setHistory(h []byte) {
+	if !bytes.Equal(h, s.History()) {
+		s.history = h
+		s.mark(store.SecHistory)
+	}
+}
+
+func (s *collState) setTokenAddrs(a []string) { s.tokenAddrs = a; s.mark(store.SecTokenAddrs) }
+func (s *collState) setSold(sold []uint64)    { s.sold = sold; s.mark(store.SecFeedSold) }
+
+// setSet replaces the listing set the feed last reported; the set was
+// read first (Set).
 func (s *collState) setSet(set []readmodel.ListingRow) { s.set = set; s.mark(store.SecFeedSet) }
 
 // setRows replaces source src's rows. The feed set refers to the stored
@@ -334,7 +376,6 @@ func (a *applier) saveStates() error {
 	sort.Strings(cids)
 	for _, cid := range cids {
 		s := a.states[cid]
-		headChanged := false
 		if len(s.pending) > 0 {
 			h, _, err := s.Feed()
 			if err != nil {
@@ -342,13 +383,13 @@ func (a *applier) saveStates() error {
 			}
 			s.head = a.tx.AppendEvents(cid, h, s.pending) // of more than it keeps, the store encodes the last only
 			s.mark(store.SecFeedHead)
-			s.pending, headChanged = nil, true
+			s.pending = nil
 		}
 		rec, err := s.encode()
 		if err != nil {
 			return err
 		}
-		a.tx.PutCollectionState(cid, &rec, s.dirty[store.SecBook], headChanged)
+		a.tx.PutCollectionState(cid, &rec, &s.dirty)
 		s.stored, s.dirty = rec, [store.NumStateSections]bool{}
 	}
 	return nil

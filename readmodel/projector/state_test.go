@@ -18,7 +18,7 @@ import (
 // randomState is a collection state with every section filled at random;
 // its feed set takes rows of both sources and rows of its own.
 func randomState(r *rand.Rand) *collState {
-	s := &collState{cid: "c"}
+	s := &collState{cid: "c", listingsRead: true}
 	var doc readmodel.CollectionDoc
 	var stats readmodel.CollectionStats
 	var an readmodel.Analytics
@@ -63,7 +63,7 @@ func viaJSON[T any](t *testing.T, v *T) *T {
 // reload is s as a later transaction reads it back from enc.
 func reload(t *testing.T, enc store.CollectionState) *collState {
 	t.Helper()
-	return &collState{cid: "c", stored: enc}
+	return &collState{cid: "c", stored: enc, listingsRead: true}
 }
 
 // TestStateRecord: a collection state comes back section by section as

@@ -599,14 +599,28 @@ func TestStateRecordDamage(t *testing.T) {
 			s := mustOpen(t)
 			ctx := context.Background()
 			require.NoError(t, s.Update(ctx, func(tx *Tx) error {
-				tx.PutCollectionState("c", &tc.st, true, true)
+				all := [NumStateSections]bool{}
+				for sec := range all {
+					all[sec] = true
+				}
+				tx.PutCollectionState("c", &tc.st, &all)
 				return nil
 			}))
 			require.NoError(t, s.View(ctx, func(tx *Tx) error {
-				st, ok, err := tx.CollectionState("c")
+				small, err := tx.CollectionState("c", false)
 				require.NoError(t, err)
-				assert.True(t, ok)
-				assert.Equal(t, tc.st, st)
+				listings, err := tx.CollectionState("c", true)
+				require.NoError(t, err)
+				for sec := range tc.st {
+					got := small[sec]
+					if ListingSection(StateSection(sec)) {
+						got = listings[sec]
+						assert.Nil(t, small[sec], "section %d is not the small record's", sec)
+					} else {
+						assert.Nil(t, listings[sec], "section %d is not the listings record's", sec)
+					}
+					assert.Equal(t, tc.st[sec], got, "section %d", sec)
+				}
 				h, err := tx.FeedHead("c")
 				require.NoError(t, err)
 				want, _ := DecodeFeedHead(tc.st[SecFeedHead])

@@ -73,20 +73,20 @@ func TestRowsRecordRoundTrip(t *testing.T) {
 		var c1, c2 CollectionState
 		c1[SecBook] = EncodeRows(at, big)
 		c2[SecBook] = EncodeRows(at, nil)
-		tx.PutCollectionState("c1", &c1, true, false)
-		tx.PutCollectionState("c2", &c2, true, false)
+		changed := [NumStateSections]bool{SecBook: true}
+		tx.PutCollectionState("c1", &c1, &changed)
+		tx.PutCollectionState("c2", &c2, &changed)
 		return nil
 	}))
 	require.NoError(t, s.View(ctx, func(tx *Tx) error {
-		st, ok, err := tx.CollectionState("c1")
+		st, err := tx.CollectionState("c1", true)
 		require.NoError(t, err)
-		assert.True(t, ok)
 		gotAt, got, err := DecodeRows(st[SecBook])
 		require.NoError(t, err)
 		assert.True(t, at.Equal(gotAt))
 		assert.Equal(t, big, got)
 		assert.Nil(t, st[SecMirror], "no mirror rows stored")
-		st, _, err = tx.CollectionState("c2")
+		st, err = tx.CollectionState("c2", true)
 		require.NoError(t, err)
 		require.NotNil(t, st[SecBook], "stored, empty")
 		_, got, err = DecodeRows(st[SecBook])

@@ -11,12 +11,15 @@ import (
 	"github.com/marketd/marketd/readmodel"
 )
 
-// A collection's projection inputs are one record (schema 23), under
-// i/cs/<cid>: its document, stats, analytics, last good buyer floor,
-// detail history, token addresses, both listing sources' rows and its
-// change feed's head, sold orderIds and listing set. The projector loads
-// it with one read when a batch first touches the collection, decodes the
-// sections its messages need, and saves it with one write.
+// A collection's projection inputs are one state (schema 23) in two
+// records: its document, stats, analytics, last good buyer floor, detail
+// history, token addresses and its change feed's head and sold orderIds
+// under i/cs/<cid>, and its listings (both listing sources' rows and the
+// listing set the change feed last reported) under i/cl/<cid>. The
+// projector loads the first with one read when a batch first touches the
+// collection and the second when a message or render needs its listings,
+// decodes the sections its messages need, and writes back each record of
+// which a section changed.
 //
 // Before, the same inputs were ten keys in nine families, each a random
 // read into the value log for every batch that touched the collection;
@@ -24,14 +27,18 @@ import (
 // does not fit the page cache, those reads paced the projector (945,000
 // major faults in one step). And the feed's listing set repeated rows the
 // listing sources held: now each row of the set that is a source's row is
-// stored as a reference to it (EncodeFeedSet).
+// stored as a reference to it (EncodeFeedSet). The listings are a record
+// of their own because they are most of a state's bytes and change with
+// listings messages only: a stats message, a sale or a render's history
+// sample rewrites the small record alone.
 //
-// The record, packed like an input (packInput):
+// Each record, packed like an input (packInput):
 //
 //	byte     stateRecord
 //	then for each section, in StateSection order: uvarint length, bytes
 //
-// An empty section is a section that is not stored.
+// An empty section is a section that is not stored; each record leaves
+// the other's sections empty.
 
 // StateSection names one section of a collection's state record.
 type StateSection int
@@ -53,8 +60,8 @@ const (
 	NumStateSections
 )
 
-// CollectionState is a collection's state record as stored, section by
-// section; a nil section is not stored. The slices are the caller's: the
+// CollectionState is a collection's state as stored, section by section;
+// a nil section is not stored. The slices are the caller's: the
 // store copies what it reads and does not keep what it is given past the
 // transaction.
 type CollectionState [NumStateSections][]byte
@@ -106,21 +113,39 @@ func decodeState(raw []byte) (CollectionState, error) {
 	return st, nil
 }
 
-func stateKey(cid string) []byte { return key(pState, cid) }
+// ListingSection reports whether sec is kept in the listings record
+// (i/cl/) rather than the small one (i/cs/).
+func ListingSection(sec StateSection) bool {
+	return sec == SecBook || sec == SecMirror || sec == SecFeedSet
+}
 
-// CollectionState returns collection cid's state record (ok false when
-// none is stored). A record that does not decode is damage (Damaged) and
+func stateKey(cid string, listings bool) []byte {
+	if listings {
+		return key(pListingState, cid)
+	}
+	return key(pState, cid)
+}
+
+// CollectionState returns collection cid's state: the sections of its
+// small record, or with listings those of its listings record (the other
+// sections empty). A record that does not decode is damage (Damaged) and
 // the transaction's error.
-func (t *Tx) CollectionState(cid string) (st CollectionState, ok bool, err error) {
-	raw, ok, err := t.getRaw(stateKey(cid))
+func (t *Tx) CollectionState(cid string, listings bool) (CollectionState, error) {
+	raw, ok, err := t.getRaw(stateKey(cid, listings))
+	var st CollectionState
 	if err == nil && ok {
 		st, err = readState(raw)
 	}
+	for sec := range st {
+		if ListingSection(StateSection(sec)) != listings {
+			st[sec] = nil // not this record's: never trusted from it
+		}
+	}
 	if err != nil {
 		t.err = errors.Join(t.err, err)
-		return CollectionState{}, false, err
+		return CollectionState{}, err
 	}
-	return st, ok, nil
+	return st, nil
 }
 
 func readState(stored []byte) (CollectionState, error) {
@@ -131,27 +156,46 @@ func readState(stored []byte) (CollectionState, error) {
 	return decodeState(raw)
 }
 
-// PutCollectionState stores collection cid's state record. bookChanged
-// says the order book's rows (SecBook) differ from those stored: the
-// collection's token views show their native listing from them
-// (natives.go), so the cached natives are dropped and TokensVersion moves.
-// A changed feed head is written apart as well (e/s/<cid>), where the
-// change feed's readers find it.
-func (t *Tx) PutCollectionState(cid string, st *CollectionState, bookChanged, headChanged bool) {
-	t.set(stateKey(cid), packInput(encodeState(st)))
-	if bookChanged {
+// PutCollectionState stores the records of collection cid's state of
+// which a section changed (changed, by section). A changed order book
+// (SecBook): the collection's token views show their native listing from
+// it (natives.go), so the cached natives are dropped and TokensVersion
+// moves. A changed feed head is written apart as well (e/s/<cid>), where
+// the change feed's readers find it.
+func (t *Tx) PutCollectionState(cid string, st *CollectionState, changed *[NumStateSections]bool) {
+	var small, listings bool
+	for sec, c := range changed {
+		if c && ListingSection(StateSection(sec)) {
+			listings = true
+		} else if c {
+			small = true
+		}
+	}
+	for _, part := range [...]bool{false, true} {
+		if (part && !listings) || (!part && !small) {
+			continue
+		}
+		var rec CollectionState
+		for sec := range st {
+			if ListingSection(StateSection(sec)) == part {
+				rec[sec] = st[sec]
+			}
+		}
+		t.set(stateKey(cid, part), packInput(encodeState(&rec)))
+	}
+	if changed[SecBook] {
 		t.touched = append(t.touched, nativesKey(cid))
 		t.tokenWrites = true
 	}
-	if headChanged {
+	if changed[SecFeedHead] {
 		t.set(key(pFeed, cid), append([]byte(nil), st[SecFeedHead]...))
 	}
 }
 
-// stateSection reads one section of collection cid's state record in
-// txn (nil when there is no record or no such section).
+// stateSection reads one section of collection cid's state in txn (nil
+// when there is no record or no such section).
 func stateSection(txn *badger.Txn, cid string, s StateSection) ([]byte, error) {
-	it, err := txn.Get(stateKey(cid))
+	it, err := txn.Get(stateKey(cid, ListingSection(s)))
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return nil, nil
 	}

@@ -272,12 +272,14 @@ func TestNativeSets(t *testing.T) {
 // putSection sets one section of collection cid's state record, keeping
 // the others, as the projector does when a message changes it.
 func putSection(tx *Tx, cid string, sec StateSection, b []byte) {
-	st, _, err := tx.CollectionState(cid)
+	st, err := tx.CollectionState(cid, ListingSection(sec))
 	if err != nil {
 		panic(err)
 	}
 	st[sec] = b
-	tx.PutCollectionState(cid, &st, sec == SecBook, false)
+	var changed [NumStateSections]bool
+	changed[sec] = true
+	tx.PutCollectionState(cid, &st, &changed)
 }
 
 // putRows stores source src's rows of collection cid.
