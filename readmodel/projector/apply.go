@@ -71,7 +71,7 @@ var statusParts = map[readmodel.Source]int{
 
 // applier applies one message inside one store transaction.
 type applier struct {
-	tx        *store.Tx
+	tx        stateTx
 	now       time.Time // the message's ObservedAt, or the sweep time
 	retention time.Duration
 	yield     func() // Options.Yield (nil: runtime.Gosched); see pause
@@ -84,18 +84,17 @@ type applier struct {
 	bucketToks map[string]map[string]bool
 	statuses   map[string]*statusInput // stored statuses read or written in this transaction, by source and collection
 
-	// deferred collects what a batch of messages touches and renders it
-	// once, in flush, instead of after every message. held (a replay
-	// build) keeps the collection renders in coll past flush: the build
-	// renders them once at its end (Projector.renderHeldLocked).
-	deferred bool
+	// Applying a message only marks what it makes stale (mark,
+	// touchToken); finish renders it once for the whole batch. held (a
+	// replay build) keeps the collection renders in coll past finish: the
+	// build renders them once at its end (Projector.renderHeldLocked).
 	held     bool
 	drained  bool            // held renders were just drained: render this batch's in its transaction
-	coll     *pending        // collection renders marked (deferred)
-	dirtyTok map[string]bool // token keys marked (deferred)
+	coll     *pending        // collection renders marked
+	dirtyTok map[string]bool // token keys marked
 }
 
-// pending is the collection renders a deferred applier has marked: the
+// pending is the collection renders an applier has marked: the
 // parts, the time of the last message touching each collection (the "now"
 // it is rendered as of), and the order they were first marked in.
 type pending struct {
@@ -165,12 +164,9 @@ func (a *applier) pause() {
 // them rendered first.
 const heldInTxn = 64
 
-// render renders (or, deferred, marks for flush) the given parts of
-// collection cid.
-func (a *applier) render(cid string, parts int) error {
-	if !a.deferred {
-		return a.renderNow(cid, parts)
-	}
+// mark marks the given parts of collection cid for rendering at flush, as
+// of the message being applied.
+func (a *applier) mark(cid string, parts int) error {
 	if a.coll == nil {
 		a.coll = newPending()
 	}
@@ -178,12 +174,9 @@ func (a *applier) render(cid string, parts int) error {
 	return nil
 }
 
-// touchToken writes (or, deferred, marks for flush) token k's record
-// from its document and its collection's order book.
+// touchToken marks token k's record for writing at flush, from its
+// document as last applied.
 func (a *applier) touchToken(k string) error {
-	if !a.deferred {
-		return a.writeToken(k)
-	}
 	if a.dirtyTok == nil {
 		a.dirtyTok = map[string]bool{}
 	}
@@ -252,7 +245,7 @@ func memoGet[T any](a *applier, memo *map[string]*T, kind store.InputKind, src r
 	if v, ok := (*memo)[k]; ok {
 		return v, nil
 	}
-	v, err := store.Get[T](a.tx, kind, string(src), cid)
+	v, err := input[T](a.tx, kind, string(src), cid)
 	if err != nil {
 		return nil, err
 	}
@@ -283,7 +276,7 @@ func (a *applier) ver() uint64 {
 // the stored rates and the price feed's latest status (feedOK, or the
 // stored one when nil).
 func (a *applier) putQuote(feedOK *bool) error {
-	r, err := store.Get[readmodel.USDRates](a.tx, store.InRates)
+	r, err := input[readmodel.USDRates](a.tx, store.InRates)
 	if err != nil {
 		return err
 	}
@@ -366,12 +359,37 @@ func (a *applier) renderHealed(msg *readmodel.Message) error {
 		a.putStatus(msg.Source, cid, statusInput{Seq: a.seq, Status: readmodel.PollStatus{OK: true, LastGoodAt: msg.ObservedAt}})
 		parts |= statusParts[msg.Source]
 	}
-	return a.render(cid, parts)
+	return a.mark(cid, parts)
 }
 
-// apply applies msg (state stream sequence seq, or sales) and re-renders
-// what it touches (or, deferred, marks it for flush); a change that
-// concerns every collection queues a full re-render job.
+// renderBefore renders what must be rendered before msg is applied: a
+// listing source failing can end a collection's last good buyer floor, so
+// what is pending is rendered first and the last good value is the one an
+// unbatched apply would have recorded. A build renders only the failing
+// collection's, or, for a source-wide failure, all it holds: in this
+// transaction when they are few, else after committing what it has
+// (errDrainHeld).
+func (a *applier) renderBefore(msg *readmodel.Message) error {
+	if msg.Kind != readmodel.KindStatus || msg.Status.OK || listingSource(msg.Source) < 0 || a.coll == nil || len(a.coll.parts) == 0 {
+		return nil
+	}
+	switch {
+	case !a.held:
+		now := a.now
+		defer func() { a.now = now }()
+		return a.flush()
+	case msg.CollectionID != "":
+		return a.renderMarked([]string{msg.CollectionID})
+	case len(a.coll.parts) > heldInTxn && !a.drained:
+		return errDrainHeld
+	}
+	return a.renderMarked(a.coll.ids())
+}
+
+// apply applies msg (state stream sequence seq, or sales) to the states
+// it concerns and marks what it makes stale for flush; a change that
+// concerns every collection queues a full re-render job. It renders
+// nothing: renderBefore and finish do.
 func (a *applier) apply(msg *readmodel.Message) error {
 	cid := msg.CollectionID
 	if cid != "" {
@@ -383,23 +401,10 @@ func (a *applier) apply(msg *readmodel.Message) error {
 		if err != nil {
 			return err
 		}
-		old, err := st.Doc()
-		if err != nil {
-			return err
-		}
 		doc := *msg.Collection
 		doc.ID = cid
 		st.setDoc(&doc)
-		var oldAliases []store.Alias
-		var oldRoyalty *int64
-		if old != nil {
-			oldAliases, oldRoyalty = aliases(old), old.RoyaltyBps
-		}
-		if !readmodel.SameBps(oldRoyalty, doc.RoyaltyBps) {
-			a.tx.RoyaltyChanged(cid) // token views charge it in their listing's fees
-		}
-		a.tx.SetAliases(cid, oldAliases, aliases(&doc))
-		return a.render(cid, kindParts[msg.Kind])
+		return a.mark(cid, kindParts[msg.Kind])
 	case readmodel.KindStats, readmodel.KindAnalytics, readmodel.KindListings:
 		st, err := a.state(cid)
 		if err != nil {
@@ -423,30 +428,6 @@ func (a *applier) apply(msg *readmodel.Message) error {
 		}
 		return a.renderHealed(msg)
 	case readmodel.KindStatus:
-		if !msg.Status.OK && (msg.Source == readmodel.SourceOrderBook || msg.Source == readmodel.SourceIndexerMirror) && a.coll != nil && len(a.coll.parts) > 0 {
-			// A listing source failing can end a collection's last good
-			// buyer floor: render what is pending first, so the last good
-			// value is the one an unbatched apply would have recorded.
-			// A build renders only the failing collection's, or, for a
-			// source-wide failure, all it holds: in this transaction when
-			// they are few, else after committing what it has.
-			var err error
-			switch {
-			case !a.held:
-				now := a.now
-				err = a.flush()
-				a.now = now
-			case cid != "":
-				err = a.renderMarked([]string{cid})
-			case len(a.coll.parts) > heldInTxn && !a.drained:
-				return errDrainHeld
-			default:
-				err = a.renderMarked(a.coll.ids())
-			}
-			if err != nil {
-				return err
-			}
-		}
 		var wasFailed bool
 		if cid != "" && msg.Status.OK {
 			prev, err := a.status(msg.Source, cid)
@@ -489,7 +470,7 @@ func (a *applier) apply(msg *readmodel.Message) error {
 			return nil
 		}
 		if parts := statusParts[msg.Source]; parts != 0 {
-			return a.render(cid, parts)
+			return a.mark(cid, parts)
 		}
 		return nil
 	case readmodel.KindRates:

@@ -78,7 +78,7 @@ func mustStore(t *testing.T) *store.Store {
 func applyDeferred(t *testing.T, st *store.Store, seq uint64, msg *readmodel.Message) (collections, tokens []string) {
 	t.Helper()
 	require.NoError(t, st.Update(context.Background(), func(tx *store.Tx) error {
-		a := &applier{tx: tx, now: msg.ObservedAt, seq: seq, deferred: true}
+		a := &applier{tx: tx, now: msg.ObservedAt, seq: seq}
 		if err := a.apply(msg); err != nil {
 			return err
 		}
@@ -133,7 +133,7 @@ func TestBucketInOneTransaction(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			st := mustStore(t)
 			require.NoError(t, st.Update(context.Background(), func(tx *store.Tx) error {
-				a := &applier{tx: tx, now: t0, seq: 1, deferred: true}
+				a := &applier{tx: tx, now: t0, seq: 1}
 				for _, m := range tt.msgs {
 					if err := a.apply(m); err != nil {
 						return err
@@ -269,11 +269,14 @@ func TestTokenViewsWrittenTogetherMatchOneByOne(t *testing.T) {
 		if err := a.apply(book); err != nil {
 			return err
 		}
+		if err := a.finish(); err != nil {
+			return err
+		}
 		a.seq = 2
 		if err := a.apply(&readmodel.Message{Kind: readmodel.KindTokens, CollectionID: cid, Bucket: 1, Buckets: 1, ObservedAt: t0, Tokens: docs}); err != nil {
 			return err
 		}
-		return a.saveStates()
+		return a.finish()
 	}))
 	for _, d := range docs {
 		got, err := together.Token(ctx, readmodel.Ethereum, "0xc0", d.TokenID)
@@ -306,4 +309,42 @@ func TestStalledPast(t *testing.T) {
 			assert.Equal(t, tt.want, stalledPast(tt.prev, tt.head, tt.applied))
 		})
 	}
+}
+
+// TestApplyRendersNothing: applying a message changes its collection's
+// state and marks what it makes stale; the views appear only when the
+// batch finishes (finish), so a batch renders each collection once.
+func TestApplyRendersNothing(t *testing.T) {
+	ctx := context.Background()
+	st := mustStore(t)
+	cid := "ethereum_0xc0"
+	doc := &readmodel.Message{Kind: readmodel.KindCollection, Source: readmodel.SourceCollectionIndex, CollectionID: cid,
+		ObservedAt: time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC),
+		Collection: &readmodel.CollectionDoc{ID: cid, Chain: readmodel.Ethereum, ContractAddress: "0xc0", Name: "c0"}}
+	var marked []string
+	require.NoError(t, st.Update(ctx, func(tx *store.Tx) error {
+		a := &applier{tx: tx, now: doc.ObservedAt, seq: 1}
+		if err := a.apply(doc); err != nil {
+			return err
+		}
+		marked = a.coll.ids()
+		return a.saveStates()
+	}))
+	assert.Equal(t, []string{cid}, marked)
+	_, err := st.Collection(ctx, cid)
+	assert.Equal(t, readmodel.NotFound, readmodel.ErrorCode(err), "no view before the batch finishes")
+	id, err := st.ResolveCollection(ctx, "0xc0")
+	assert.Equal(t, cid, id, "the aliases are saved with the state")
+	require.NoError(t, err)
+
+	require.NoError(t, st.Update(ctx, func(tx *store.Tx) error {
+		a := &applier{tx: tx, now: doc.ObservedAt, seq: 1}
+		if err := a.apply(doc); err != nil {
+			return err
+		}
+		return a.finish()
+	}))
+	v, err := st.Collection(ctx, cid)
+	require.NoError(t, err)
+	assert.Equal(t, cid, v.ID, "rendered at finish")
 }

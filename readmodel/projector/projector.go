@@ -595,7 +595,7 @@ func (p *Projector) applyLocked(ctx context.Context, i int, ds []decoded) error 
 		var rows int64
 		err := p.st.Update(ctx, func(tx *store.Tx) error {
 			p.markCold(tx)
-			a := &applier{tx: tx, retention: p.opts.RowRetention, yield: p.opts.Yield, deferred: true, coll: p.held, held: p.held != nil, drained: drained}
+			a := &applier{tx: tx, retention: p.opts.RowRetention, yield: p.opts.Yield, coll: p.held, held: p.held != nil, drained: drained}
 			for _, d := range part {
 				if d.msg == nil {
 					continue
@@ -604,6 +604,9 @@ func (p *Projector) applyLocked(ctx context.Context, i int, ds []decoded) error 
 				a.now, a.seq = d.msg.ObservedAt, d.sp.Seq
 				if a.now.IsZero() {
 					a.now = p.opts.Now()
+				}
+				if err := a.renderBefore(d.msg); err != nil {
+					return err
 				}
 				want, err := a.feedWanted(d.msg)
 				if err != nil {
@@ -671,7 +674,7 @@ func (p *Projector) rerender(tx *store.Tx, now time.Time, ids []string, parts in
 	a := &applier{tx: tx, now: now, retention: p.opts.RowRetention, yield: p.opts.Yield}
 	for _, cid := range ids {
 		a.pause()
-		if err := a.render(cid, parts); err != nil {
+		if err := a.renderNow(cid, parts); err != nil {
 			return err
 		}
 	}

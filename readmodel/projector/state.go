@@ -17,7 +17,7 @@ import (
 // decoded is written back as it was read.
 type collState struct {
 	cid          string
-	tx           *store.Tx             // reads the listings record when first needed
+	tx           inputTx               // reads the listings record when first needed
 	stored       store.CollectionState // as read: what undecoded sections keep
 	listingsRead bool                  // stored holds the listings record's sections
 	have         [store.NumStateSections]bool
@@ -385,6 +385,11 @@ func (a *applier) saveStates() error {
 			s.mark(store.SecFeedHead)
 			s.pending = nil
 		}
+		if s.dirty[store.SecDoc] {
+			if err := a.docChanged(s); err != nil {
+				return err
+			}
+		}
 		rec, err := s.encode()
 		if err != nil {
 			return err
@@ -392,5 +397,25 @@ func (a *applier) saveStates() error {
 		a.tx.PutCollectionState(cid, &rec, &s.dirty)
 		s.stored, s.dirty = rec, [store.NumStateSections]bool{}
 	}
+	return nil
+}
+
+// docChanged writes what follows from a collection's new document besides
+// its views: its {id} aliases, and its royalty's change (token views
+// charge it in their listing's fees), against the document stored before.
+func (a *applier) docChanged(s *collState) error {
+	old, err := store.DecodeJSON[readmodel.CollectionDoc](s.stored[store.SecDoc])
+	if err != nil {
+		return err
+	}
+	var oldAliases []store.Alias
+	var oldRoyalty *int64
+	if old != nil {
+		oldAliases, oldRoyalty = aliases(old), old.RoyaltyBps
+	}
+	if !readmodel.SameBps(oldRoyalty, s.doc.RoyaltyBps) {
+		a.tx.RoyaltyChanged(s.cid)
+	}
+	a.tx.SetAliases(s.cid, oldAliases, aliases(s.doc))
 	return nil
 }

@@ -218,18 +218,20 @@ func stateSection(txn *badger.Txn, cid string, s StateSection) ([]byte, error) {
 // half the time.
 func EncodeJSON(v any) ([]byte, error) { return gojson.Marshal(v) }
 
-// DecodeJSON decodes a JSON state section into a new T; nil for an empty
-// section. One that does not decode is damage.
+// DecodeJSON decodes a JSON state section or input (Tx.Input) into a new
+// T; nil for an empty one. One that does not decode is damage (Damaged).
 func DecodeJSON[T any](sec []byte) (*T, error) {
 	if len(sec) == 0 {
 		return nil, nil
 	}
 	var v T
 	if err := gojson.Unmarshal(sec, &v); err != nil {
-		return nil, errCorruptState
+		return nil, errCorruptJSON
 	}
 	return &v, nil
 }
+
+var errCorruptJSON = corruptRecord("JSON input")
 
 // EncodeRows encodes a source's listing rows observed at observedAt for
 // SecBook or SecMirror.

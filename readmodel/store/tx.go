@@ -279,6 +279,20 @@ func (t *Tx) Put(kind InputKind, v any, parts ...string) {
 	}
 }
 
+// Input returns the JSON of the input Put stored under (kind, parts),
+// unpacked; nil when there is none. Decode it with DecodeJSON.
+func (t *Tx) Input(kind InputKind, parts ...string) ([]byte, error) {
+	v, ok, err := t.getRaw(inputKey(kind, parts))
+	if err == nil && ok {
+		v, err = unpackInput(v)
+	}
+	if err != nil {
+		t.err = errors.Join(t.err, err)
+		return nil, err
+	}
+	return v, nil
+}
+
 // GetRaw returns a copy of what PutRaw stored under (kind, parts), nil
 // when there is none. An input written by Put may be packed: read it with
 // Get.
