@@ -14,47 +14,30 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Admin is what the admin listener needs; cmd/marketd implements it. Its
-// methods are called concurrently.
+// Admin is what the admin listener needs; each role of cmd/marketd
+// implements it over the parts it runs, answering an error for what it
+// lacks (an ingest action on a node without ingest, a snapshot on one
+// without views). Its methods are called concurrently.
 type Admin interface {
-	// Ready reports whether the node has projected its first cycle.
-	Ready() bool
-	// RunIngest runs one full ingest cycle and returns once the projector
-	// has applied it, with a JSON-encodable summary. An error (for example a
-	// role without ingest) is answered 503.
-	RunIngest(ctx context.Context) (any, error)
-	// Sources returns per-source status (last success, last failure, error
-	// class), JSON-encodable.
-	Sources(ctx context.Context) (any, error)
-}
-
-// Readiness may be implemented by an Admin that can say why it is not
-// ready; /readyz then answers {"ready":false,"reason":...}.
-type Readiness interface {
 	// Readiness reports whether the node is ready and, when it is not,
 	// why (the bus is unreachable, the projector stalled, the views lag
 	// the streams by more than one cycle, ...).
 	Readiness() (ready bool, reason string)
-}
-
-// FullIngest may be implemented by an Admin whose ingest can republish
-// its whole state: POST /admin/ingest?full=true[&purge=true] then calls
-// RunFullIngest (and answers 503 when the Admin does not implement it).
-type FullIngest interface {
+	// RunIngest runs one ingest cycle and returns once the projector (if
+	// the node has one) has applied it, with a JSON-encodable summary. An
+	// error (for example a role without ingest) is answered 503.
+	RunIngest(ctx context.Context) (any, error)
 	// RunFullIngest is RunIngest with a cycle that publishes every row,
 	// skipping nothing as unchanged, so that a damaged state stream heals;
 	// with purge, the state stream's messages are removed first (its
 	// damaged blocks with them).
 	RunFullIngest(ctx context.Context, purge bool) (any, error)
-}
-
-// Snapshotter may be implemented by an Admin whose node keeps views: POST
-// /admin/snapshot then calls PublishSnapshot (and answers 503 when the
-// Admin does not implement it).
-type Snapshotter interface {
 	// PublishSnapshot writes the node's views as the tier's views
 	// snapshot now and returns a JSON-encodable description of it.
 	PublishSnapshot(ctx context.Context) (any, error)
+	// Sources returns per-source status (last success, last failure, error
+	// class), JSON-encodable.
+	Sources(ctx context.Context) (any, error)
 }
 
 // AdminServer is the admin listener (DESIGN: 127.0.0.1:8081, never the
@@ -65,10 +48,10 @@ type Snapshotter interface {
 //	GET  /metrics        Prometheus text format of the registry
 //	POST /admin/ingest   200 JSON summary of one ingest cycle; 503 on error, 504 past its deadline;
 //	                     ?full=true republishes every row, &purge=true after purging the
-//	                     state stream (FullIngest)
+//	                     state stream
 //	GET  /admin/sources  200 JSON per-source status; 503 on error
-//	POST /admin/snapshot 200 JSON description of the views snapshot it published (Snapshotter);
-//	                     503 on error or on a node without views
+//	POST /admin/snapshot 200 JSON description of the views snapshot it published; 503 on
+//	                     error or on a node without views
 //	GET  /debug/pprof/   Go runtime profiles (heap, CPU, goroutines), for operators
 //
 // It is a plain net/http server. Serve with Listen, stop with Shutdown.
@@ -90,19 +73,15 @@ func NewAdmin(a Admin, reg *prometheus.Registry, log zerolog.Logger) *AdminServe
 		writeAdminJSON(w, http.StatusOK, map[string]bool{"ok": true})
 	})
 	s.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if rd, ok := a.(Readiness); ok {
-			if ready, reason := rd.Readiness(); !ready {
-				writeAdminJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reason": reason})
-				return
+		if ready, reason := a.Readiness(); !ready {
+			body := map[string]any{"ready": false}
+			if reason != "" {
+				body["reason"] = reason
 			}
-			writeAdminJSON(w, http.StatusOK, map[string]bool{"ready": true})
+			writeAdminJSON(w, http.StatusServiceUnavailable, body)
 			return
 		}
-		if a.Ready() {
-			writeAdminJSON(w, http.StatusOK, map[string]bool{"ready": true})
-			return
-		}
-		writeAdminJSON(w, http.StatusServiceUnavailable, map[string]bool{"ready": false})
+		writeAdminJSON(w, http.StatusOK, map[string]bool{"ready": true})
 	})
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	// Profiles are safe here: the admin listener is loopback-only by default.
@@ -118,21 +97,11 @@ func NewAdmin(a Admin, reg *prometheus.Registry, log zerolog.Logger) *AdminServe
 		case !full:
 			s.answer(w, "ingest", func() (any, error) { return a.RunIngest(r.Context()) })
 		default:
-			fi, ok := a.(FullIngest)
-			if !ok {
-				s.answer(w, "ingest", func() (any, error) { return nil, errors.New("this node cannot run a full ingest cycle") })
-				return
-			}
-			s.answer(w, "ingest", func() (any, error) { return fi.RunFullIngest(r.Context(), purge) })
+			s.answer(w, "ingest", func() (any, error) { return a.RunFullIngest(r.Context(), purge) })
 		}
 	})
 	s.mux.HandleFunc("POST /admin/snapshot", func(w http.ResponseWriter, r *http.Request) {
-		sn, ok := a.(Snapshotter)
-		if !ok {
-			s.answer(w, "snapshot", func() (any, error) { return nil, errors.New("this node keeps no views") })
-			return
-		}
-		s.answer(w, "snapshot", func() (any, error) { return sn.PublishSnapshot(r.Context()) })
+		s.answer(w, "snapshot", func() (any, error) { return a.PublishSnapshot(r.Context()) })
 	})
 	s.mux.HandleFunc("GET /admin/sources", func(w http.ResponseWriter, r *http.Request) {
 		s.answer(w, "sources", func() (any, error) { return a.Sources(r.Context()) })

@@ -18,28 +18,14 @@ import (
 // A view records which sources those are and what it knew of them when it
 // was rendered (render.Freshness); a healthy source's last success moves
 // every cycle without the view changing, so it is resolved here, per
-// request, against the polls' latest successes (PollClock): a few loads
+// request, against the polls' latest successes (Reader.PollTimes): a few loads
 // and a comparison, the time formatted into the response buffer.
 // ETags and page memo keys include the resolved value, so a revalidation
 // sees a moved asOf as a change.
 
-// PollClock is implemented by a Reader that knows when each poll last
-// succeeded (cmd/marketd's does). Without it an asOf resolves from what
-// its view recorded alone.
-type PollClock interface {
-	// PollTimes returns when each poll (by index into readmodel.Polls)
-	// last succeeded, as applied to the views; never nil, never modified
-	// after it is returned.
-	PollTimes(ctx context.Context) *render.PollTimes
-}
-
-// pollTimes returns the latest poll successes, nil when the Reader does
-// not know them.
+// pollTimes returns the latest poll successes (Reader.PollTimes).
 func (s *Server) pollTimes(ctx context.Context) *render.PollTimes {
-	if s.polls == nil {
-		return nil
-	}
-	return s.polls.PollTimes(ctx)
+	return s.r.PollTimes(ctx)
 }
 
 // tokenAsOf resolves a token's asOf: the indexer mirror's token poll,

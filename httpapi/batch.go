@@ -23,16 +23,6 @@ var (
 	errBatchBadID   = readmodel.Errorf(readmodel.BadRequest, "every id in ids must be chain/address/tokenId, comma-separated, none empty")
 )
 
-// TokensVersioner is implemented by a Reader that can tell at once
-// whether any token's view may have changed (cmd/marketd's views can):
-// GET /v1/tokens then answers a repeated batch from its remembered body.
-type TokensVersioner interface {
-	// TokensVersion returns a number that changes whenever any token's
-	// view changes other than by the clock (TokenView.Until); ok is
-	// false when it cannot say (the views are being rebuilt).
-	TokensVersion() (v uint64, ok bool)
-}
-
 // getTokens serves GET /v1/tokens?ids=chain/address/tokenId,...: up to
 // MaxBatchTokens tokens in one request, counted once in the item bucket.
 // The list as a whole is validated first (absent or empty, more than 50
@@ -110,10 +100,10 @@ func (s *Server) getTokens(c *fiber.Ctx, rt *route, rq request) error {
 	// without reading a token, until one of those moves.
 	var kb [4096]byte
 	key := newMemoKey(kb[:0], memoTokens).str(raw)
-	tv, versioned := s.r.(TokensVersioner)
-	if versioned && s.memo != nil {
+	versioned := s.memo != nil
+	if versioned {
 		var v uint64
-		if v, versioned = tv.TokensVersion(); versioned {
+		if v, versioned = s.r.TokensVersion(); versioned {
 			key = key.num(v)
 			for _, p := range parts {
 				key = key.num(uint64(asOfOf(readmodel.Chain(p.chain))))

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -21,28 +20,13 @@ var (
 // or never read: an unfiltered first page with no collection at all).
 var errIndexUnknown = readmodel.Errorf(readmodel.UpstreamError, "the collection index has not been read yet; collections are unknown, not empty")
 
-// IndexStatus is implemented by a Reader that knows how the polls of the
-// collection index went (cmd/marketd's does). Then GET /v1/collections
-// follows the listings rule (SPEC §4, §7): while the index fails, its last
-// good summaries are served for Config.RowRetention after its last
-// success, then 502 upstream_error. A Reader without it is never judged
-// stale.
-type IndexStatus interface {
-	// CollectionIndexStatus is the last applied poll status of the
-	// collection index; ok is false when none has been applied yet.
-	CollectionIndexStatus(ctx context.Context) (status readmodel.PollStatus, ok bool, err error)
-}
-
 var errIndexDown = readmodel.Errorf(readmodel.UpstreamError, "the collection index is unreachable and its last good copy is too old to serve")
 
 // indexUsable returns an UpstreamError when the collection index has
 // failed for longer than the retention after its last success (or has
 // never succeeded while failing).
 func (s *Server) indexUsable(c *fiber.Ctx, now time.Time) error {
-	if s.indexStatus == nil {
-		return nil
-	}
-	st, ok, err := s.indexStatus.CollectionIndexStatus(c.UserContext())
+	st, ok, err := s.r.CollectionIndexStatus(c.UserContext())
 	if err != nil {
 		return err
 	}

@@ -130,7 +130,15 @@ type fakeAdmin struct {
 	sources error
 }
 
-func (a *fakeAdmin) Ready() bool { return a.ready }
+// fakeAdmin is a node that runs ingest but cannot run a full cycle and
+// keeps no views; it does not say why it is not ready.
+func (a *fakeAdmin) Readiness() (bool, string) { return a.ready, "" }
+func (a *fakeAdmin) RunFullIngest(context.Context, bool) (any, error) {
+	return nil, errors.New("this node cannot run a full ingest cycle")
+}
+func (a *fakeAdmin) PublishSnapshot(context.Context) (any, error) {
+	return nil, errors.New("this node keeps no views")
+}
 func (a *fakeAdmin) RunIngest(context.Context) (any, error) {
 	if a.ingest != nil {
 		return nil, a.ingest
@@ -138,7 +146,7 @@ func (a *fakeAdmin) RunIngest(context.Context) (any, error) {
 	return map[string]int{"published": 3}, nil
 }
 
-// fullAdmin can also run a full cycle (FullIngest).
+// fullAdmin can also run a full cycle.
 type fullAdmin struct{ fakeAdmin }
 
 func (a *fullAdmin) RunFullIngest(_ context.Context, purge bool) (any, error) {
@@ -176,7 +184,7 @@ func TestAdminFullIngest(t *testing.T) {
 	}
 }
 
-// snapAdmin can also publish a views snapshot (Snapshotter).
+// snapAdmin can also publish a views snapshot.
 type snapAdmin struct {
 	fakeAdmin
 	err error

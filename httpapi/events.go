@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -9,18 +8,6 @@ import (
 	"github.com/marketd/marketd/readmodel"
 	"github.com/marketd/marketd/readmodel/render"
 )
-
-// EventReader is implemented by a Reader that keeps collections' change
-// feeds (readmodel/store does); without it the events endpoint answers
-// every collection with an empty feed.
-type EventReader interface {
-	// Events returns up to limit events of canonical collection id,
-	// oldest first, after the event at seq after whose id is afterID
-	// (after 0: from the oldest kept), of the types whose
-	// render.EventTypeBit is set in types (0: all). A position older
-	// than the retention, or not the event it names, is BadRequest.
-	Events(ctx context.Context, id string, after uint64, afterID string, limit int, types uint8) (render.EventPage, error)
-}
 
 var errEventTypes = readmodel.Errorf(readmodel.BadRequest, "types must be a comma-separated list of %s", strings.Join(render.EventTypes[:], ", "))
 
@@ -95,11 +82,9 @@ func (s *Server) getEvents(c *fiber.Ctx, rt *route, rq request) error {
 			return nil
 		}
 	}
-	var page render.EventPage
-	if er, ok := s.r.(EventReader); ok {
-		if page, err = er.Events(c.UserContext(), cv.ID, after, afterID, limit, types); err != nil {
-			return err
-		}
+	page, err := s.r.Events(c.UserContext(), cv.ID, after, afterID, limit, types)
+	if err != nil {
+		return err
 	}
 	setJSON(c)
 	// The first page (no cursor) starts at the oldest event kept, which

@@ -7,19 +7,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-// ViewsVersioner is implemented by a Reader that can tell at once whether
-// any read may answer differently (cmd/marketd's views can): the routes
-// marked prepared then answer a repeated request target from the
-// response memo, without resolving an id, verifying a cursor or reading
-// a view.
-type ViewsVersioner interface {
-	// ViewsVersion returns a number that changes whenever any read may
-	// answer differently other than by the clock; ok is false when it
-	// cannot say (the views are being rebuilt). The clock's part is the
-	// handlers' to bound (keep's until).
-	ViewsVersion() (v uint64, ok bool)
-}
-
 // memoResponse is the response memo's key kind.
 const memoResponse cursorKind = 'R'
 
@@ -51,10 +38,10 @@ func responseKey(buf []byte, ver uint64, c *fiber.Ctx) memoKey {
 // own time in the body's time slot. It reports whether it answered; when
 // it did not, rq says how the handler may keep what it builds.
 func (s *Server) servePrepared(c *fiber.Ctx, rq *request) bool {
-	if s.versions == nil || s.resp == nil {
+	if s.resp == nil {
 		return false
 	}
-	ver, ok := s.versions.ViewsVersion()
+	ver, ok := s.r.ViewsVersion()
 	if !ok {
 		return false
 	}

@@ -22,41 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/valyala/fasthttp"
-
-	"github.com/marketd/marketd/readmodel"
-	"github.com/marketd/marketd/readmodel/render"
 )
-
-// Reader is the reads the public API needs. readmodel/store implements it.
-// Every method is safe for concurrent use; returned views and their byte
-// slices are never modified afterwards. Errors are *readmodel.Error: NotFound
-// when the subject does not exist, BadRequest for an unresolvable position,
-// anything else is a failure of the node (answered per SPEC §7's table).
-type Reader interface {
-	// ResolveCollection maps any {id} form (slug, address, document id) to
-	// the canonical document id; NotFound if none.
-	ResolveCollection(ctx context.Context, id string) (string, error)
-	// Collection returns the prepared detail of a canonical id.
-	Collection(ctx context.Context, id string) (render.CollectionView, error)
-	// Floor returns the prepared floor response of a canonical id.
-	Floor(ctx context.Context, id string) (render.FloorView, error)
-	// Listings returns the listing snapshot of version (0 = current); when
-	// that version is no longer held it returns the current one (compare
-	// view.Version).
-	Listings(ctx context.Context, id string, version uint64) (render.ListingsView, error)
-	// Sales returns up to limit sales, newest first, after the position
-	// after ("" = newest; else a Page.Next). BadRequest if after is
-	// unresolvable.
-	Sales(ctx context.Context, id string, after string, limit int) (render.Page, error)
-	// Browse returns up to limit collection summaries in sort order
-	// (native-launched first), restricted to chain unless chain is "".
-	Browse(ctx context.Context, sort readmodel.Sort, chain readmodel.Chain, after string, limit int) (render.Page, error)
-	// Token returns a token's prepared detail. address is EVM lowercase or
-	// the Solana collection mint as given. address and tokenID may be
-	// views of the request, valid only during the call: an implementation
-	// copies what it keeps.
-	Token(ctx context.Context, chain readmodel.Chain, address, tokenID string) (render.TokenView, error)
-}
 
 // Config configures the public API. The zero value of every field has a
 // usable default (see New).
@@ -75,8 +41,7 @@ type Config struct {
 	CursorTTL time.Duration // cursor lifetime; 0 → 1h
 	// RowRetention is how long after its last success a failing
 	// collection index's last good summaries are still served (the
-	// listings rule, --row-retention); 0 → 10 minutes. Only used when the
-	// Reader implements IndexStatus.
+	// listings rule, --row-retention); 0 → 10 minutes.
 	RowRetention time.Duration
 	Now          func() time.Time // clock for rate windows, cursor expiry and time slots; nil → time.Now
 	// Registry receives the API's metrics; nil → a private registry.
@@ -100,8 +65,6 @@ type Server struct {
 	// injectedNow: Config.Now set a clock; else a request's start is its now.
 	injectedNow  bool
 	cursors      *cursorCodec
-	indexStatus  IndexStatus // nil: the Reader does not know the index's polls
-	polls        PollClock   // nil: the Reader does not know when polls last succeeded
 	rowRetention time.Duration
 	limiter      *limiter
 	trusted      []netip.Prefix
@@ -113,7 +76,6 @@ type Server struct {
 	indexTag     etag
 	memo         *pageMemo             // bodies of hot pages; nil: every page is built
 	resp         *pageMemo             // whole responses of prepared routes (prepared.go)
-	versions     ViewsVersioner        // nil: the Reader cannot say; no response memo
 	stamp        atomic.Pointer[stamp] // the last time slot written
 }
 
@@ -191,9 +153,6 @@ func New(cfg Config, r Reader, log zerolog.Logger) (*Server, error) {
 		resp:         resp,
 		rowRetention: cfg.RowRetention,
 	}
-	s.indexStatus, _ = r.(IndexStatus)
-	s.polls, _ = r.(PollClock)
-	s.versions, _ = r.(ViewsVersioner)
 	s.app = fiber.New(fiber.Config{
 		AppName:               "marketd",
 		CaseSensitive:         true, // Solana mints are case-sensitive

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/marketd/marketd/config"
+	"github.com/marketd/marketd/node"
 	"github.com/marketd/marketd/readmodel/projector"
 	"github.com/marketd/marketd/readmodel/store"
 	"github.com/rs/zerolog"
@@ -23,9 +24,9 @@ import (
 // same --at, however and whenever they stopped. The node must be stopped
 // (Badger holds a directory lock).
 func runDigest(ctx context.Context, cfg config.Config, log zerolog.Logger, stdout io.Writer) error {
-	st, err := store.Open(ctx, badgerDir(cfg.DataDir), store.Options{})
+	st, err := store.Open(ctx, node.ViewsDir(cfg.DataDir), store.Options{})
 	if err != nil {
-		return fmt.Errorf("open views in %s: %w", badgerDir(cfg.DataDir), err)
+		return fmt.Errorf("open views in %s: %w", node.ViewsDir(cfg.DataDir), err)
 	}
 	defer st.Close(context.Background())
 	at := cfg.DigestAt

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/marketd/marketd/internal/damage"
+	"github.com/marketd/marketd/node"
 )
 
 // TestDamagedViewsHeal runs the rows of docs/operating.md's Damaged storage
@@ -36,7 +37,7 @@ func TestDamagedViewsHeal(t *testing.T) {
 		t.Run(c.Name, func(t *testing.T) {
 			dir := t.TempDir()
 			require.NoError(t, exec.Command("cp", "-a", built+"/.", dir).Run())
-			require.NoError(t, c.Do(badgerDir(dir)))
+			require.NoError(t, c.Do(node.ViewsDir(dir)))
 
 			m := MustRunMain(t, "--data-dir", dir, "--sim-seed", e2eSeed, "--sim-collections", "12", "--sim-tokens", "10",
 				"--sim-anchor", "2026-11-01T00:00:00Z", "--cursor-key", testCursorKey)
@@ -65,7 +66,7 @@ func TestDamagedViewsHeal(t *testing.T) {
 			r.Body.Close()
 			assert.Equal(t, 200, r.StatusCode, "serving again")
 			m.Stop(t)
-			_, err = os.Stat(badgerDir(dir) + ".damaged")
+			_, err = os.Stat(node.ViewsDir(dir) + ".damaged")
 			assert.ErrorIs(t, err, os.ErrNotExist, "the damaged views are removed")
 			assertEqualsReplay(t, dir)
 		})
@@ -100,7 +101,7 @@ func TestViewsDamagedWhileServingHeal(t *testing.T) {
 	dir := t.TempDir()
 	m := MustRunMain(t, "--data-dir", dir, "--sim-seed", e2eSeed, "--sim-collections", "12", "--sim-tokens", "10",
 		"--sim-anchor", "2026-11-01T00:00:00Z", "--cursor-key", testCursorKey)
-	garbleWritten(t, badgerDir(dir))
+	garbleWritten(t, node.ViewsDir(dir))
 
 	r, err := http.Get(m.API + "/v1/collections")
 	require.NoError(t, err)
@@ -150,7 +151,7 @@ func assertEqualsReplay(t *testing.T, dir string) {
 	t.Helper()
 	replayed := t.TempDir()
 	require.NoError(t, exec.Command("cp", "-a", dir+"/.", replayed).Run())
-	require.NoError(t, os.RemoveAll(badgerDir(replayed)))
+	require.NoError(t, os.RemoveAll(node.ViewsDir(replayed)))
 	runRole(t, "replay", "--data-dir", replayed)
 	at := time.Now().Add(time.Minute).UTC().Format(time.RFC3339)
 	assert.Equal(t, strings.TrimSpace(runRole(t, "digest", "--data-dir", replayed, "--at", at)),

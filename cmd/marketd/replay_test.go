@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/marketd/marketd/node"
 )
 
 // runRole runs one short-lived role (replay, digest) in-process and returns
@@ -38,7 +40,7 @@ func TestReplayDigestEqualsLive(t *testing.T) {
 
 	replayed := t.TempDir()
 	require.NoError(t, exec.Command("cp", "-a", live+"/.", replayed).Run())
-	require.NoError(t, os.RemoveAll(badgerDir(replayed)), "replay rebuilds the views from the streams alone")
+	require.NoError(t, os.RemoveAll(node.ViewsDir(replayed)), "replay rebuilds the views from the streams alone")
 	progress := runRole(t, "replay", "--data-dir", replayed)
 	assert.Regexp(t, regexp.MustCompile(`\d+ messages`), progress, "replay reports progress")
 

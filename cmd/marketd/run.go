@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/marketd/marketd/config"
+	"github.com/marketd/marketd/node"
 	"github.com/rs/zerolog"
 )
 
@@ -104,7 +105,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		log.Info().Msg("no command given: running all (embedded NATS, simulator, ingest, projector, API)")
 	}
 	log.Info().Str("version", readBuildInfo().Version).Interface("config", cfg.Redacted()).Msg("starting")
-	setMemoryLimit(cfg, log)
+	node.SetMemoryLimit(cfg, log)
 	if err := entry(ctx, cfg, log, stdout); err != nil {
 		return err
 	}

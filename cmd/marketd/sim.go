@@ -7,6 +7,7 @@ import (
 
 	"github.com/marketd/marketd/config"
 	"github.com/marketd/marketd/ingest/sim"
+	"github.com/marketd/marketd/node"
 	"github.com/rs/zerolog"
 )
 
@@ -14,18 +15,27 @@ import (
 // stand-in for the seven real upstreams (each under /<source-name>) with its
 // /_sim control API.
 func runSim(ctx context.Context, cfg config.Config, log zerolog.Logger, _ io.Writer) error {
-	return withNode(log, func(n *node) error {
-		s := sim.New(sim.Options{Seed: uint64(cfg.SimSeed), Collections: cfg.SimCollections, TokensPerCollection: cfg.SimTokens, TickEvery: cfg.SimTick, Anchor: cfg.SimAnchor})
-		if err := s.Open(ctx); err != nil {
-			return fmt.Errorf("simulator: %w", err)
-		}
-		n.add("sim-ticker", s.Close)
-		ln, err := n.listen("sim", cfg.SimAddr)
-		if err != nil {
+	return node.Run(log, func(n *node.Node) error {
+		if _, err := openSim(ctx, n, cfg); err != nil {
 			return err
 		}
-		n.serveHTTP("sim", ln, s.Handler())
 		<-ctx.Done()
 		return nil
 	})
+}
+
+// openSim opens the simulator on --sim-addr as parts of n and returns its
+// base URL.
+func openSim(ctx context.Context, n *node.Node, cfg config.Config) (string, error) {
+	s := sim.New(sim.Options{Seed: uint64(cfg.SimSeed), Collections: cfg.SimCollections, TokensPerCollection: cfg.SimTokens, TickEvery: cfg.SimTick, Anchor: cfg.SimAnchor})
+	if err := s.Open(ctx); err != nil {
+		return "", fmt.Errorf("simulator: %w", err)
+	}
+	n.Add("sim-ticker", s.Close)
+	ln, err := n.Listen("sim", cfg.SimAddr)
+	if err != nil {
+		return "", err
+	}
+	n.ServeHTTP("sim", ln, s.Handler())
+	return "http://" + ln.Addr().String(), nil
 }

@@ -26,7 +26,6 @@ import (
 	"time"
 
 	gojson "github.com/goccy/go-json"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/marketd/marketd/readmodel"
 )
@@ -248,81 +247,6 @@ func Validate(msg *readmodel.Message) error {
 	}
 	if !ok {
 		return readmodel.Errorf(readmodel.BadRequest, "message %q: kind %q without its payload", msg.ID, msg.Kind)
-	}
-	return nil
-}
-
-// StreamOptions configures EnsureStreams.
-type StreamOptions struct {
-	// Replicas is the stream replication factor: 1 for a single server, 3
-	// on a three-server cluster. 0 means 1.
-	Replicas int
-	// Duplicates is the Nats-Msg-Id dedupe window; 0 means
-	// DefaultDuplicates.
-	Duplicates time.Duration
-	// SalesMaxAge bounds the sales stream's history; 0 keeps it forever.
-	SalesMaxAge time.Duration
-}
-
-// StreamConfigs returns the two stream configurations for opts.
-//
-// The sales stream is S2-compressed by the server: messages are JSON that
-// repeats its collection ids and field names, and compressed the streams
-// of 10,000 collections × 100 tokens took 288 MB on disk instead of
-// 914 MB. The state stream is not: it keeps one message per subject, so
-// every publish removes its subject's previous message, and the server
-// loads (and, compressed, decompresses) that message's whole block to do
-// it. With the state stream compressed, a steady cycle at 10,000
-// collections spent 22% of the node's CPU in those removals and took
-// 24.4 CPU-s; uncompressed, 8% and 19.5 CPU-s. Its large messages are
-// compressed by the publisher instead (see compressWire), which shrinks
-// the blocks those removals load. The sales stream only appends (and
-// ages out whole blocks).
-func StreamConfigs(opts StreamOptions) []jetstream.StreamConfig {
-	if opts.Replicas <= 0 {
-		opts.Replicas = 1
-	}
-	if opts.Duplicates <= 0 {
-		opts.Duplicates = DefaultDuplicates
-	}
-	return []jetstream.StreamConfig{
-		{
-			Name:              StateStream,
-			Description:       "marketd current state: last value per subject",
-			Subjects:          []string{statePrefix + ".>"},
-			Retention:         jetstream.LimitsPolicy,
-			MaxMsgsPerSubject: 1,
-			Discard:           jetstream.DiscardOld,
-			Storage:           jetstream.FileStorage,
-			Replicas:          opts.Replicas,
-			Duplicates:        opts.Duplicates,
-			MaxMsgSize:        -1,
-			Compression:       jetstream.NoCompression,
-		},
-		{
-			Name:        SalesStream,
-			Description: "marketd sales: append-only",
-			Subjects:    []string{salesPrefix + ".>"},
-			Retention:   jetstream.LimitsPolicy,
-			Discard:     jetstream.DiscardOld,
-			Storage:     jetstream.FileStorage,
-			Replicas:    opts.Replicas,
-			Duplicates:  opts.Duplicates,
-			MaxAge:      opts.SalesMaxAge,
-			MaxMsgSize:  -1,
-			Compression: jetstream.S2Compression,
-		},
-	}
-}
-
-// EnsureStreams creates the two streams or updates them to opts. It is
-// idempotent and safe to call from every process at start-up. Errors are
-// UpstreamError *readmodel.Error values.
-func EnsureStreams(ctx context.Context, js jetstream.JetStream, opts StreamOptions) error {
-	for _, cfg := range StreamConfigs(opts) {
-		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
-			return readmodel.Wrap(readmodel.UpstreamError, err, "ensure stream "+cfg.Name)
-		}
 	}
 	return nil
 }

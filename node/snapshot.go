@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -29,7 +29,7 @@ import (
 // safe for concurrent use (one publish runs at a time).
 type snapshotter struct {
 	snaps *bus.Snapshots
-	views *healer
+	views *Views
 	node  string
 	every time.Duration // 0: only on request
 	ready func() bool
@@ -47,7 +47,7 @@ type snapshotter struct {
 	done   chan struct{}
 }
 
-func newSnapshotter(snaps *bus.Snapshots, views *healer, node string, every time.Duration, ready func() bool, yield func(), reg prometheus.Registerer, log zerolog.Logger) *snapshotter {
+func newSnapshotter(snaps *bus.Snapshots, views *Views, node string, every time.Duration, ready func() bool, yield func(), reg prometheus.Registerer, log zerolog.Logger) *snapshotter {
 	s := &snapshotter{
 		snaps: snaps, views: views, node: node, every: every, ready: ready, yield: yield,
 		log: log.With().Str("part", "snapshot").Logger(),

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"os"
@@ -62,7 +62,7 @@ func TestBuildingMemory(t *testing.T) {
 			cfg, err := config.Load(tt.args, func(string) string { return "" }, nil)
 			require.NoError(t, err)
 			var set []int64
-			served := buildingMemory(cfg, cgroupRoot, func(n int64) int64 { set = append(set, n); return n }, zerolog.Nop())
+			served := BuildingMemory(cfg, cgroupRoot, func(n int64) int64 { set = append(set, n); return n }, zerolog.Nop())
 			if len(tt.want) > 0 {
 				assert.Equal(t, tt.want[:1], set, "while building")
 			}
@@ -70,18 +70,6 @@ func TestBuildingMemory(t *testing.T) {
 			assert.Equal(t, tt.want, set)
 		})
 	}
-}
-
-// TestMarkReadyCallsOnReadyOnce: the serving limit is set when the node is
-// first ready, not again when readiness is recorded a second time.
-func TestMarkReadyCallsOnReadyOnce(t *testing.T) {
-	calls := 0
-	a := &admin{onReady: func() { calls++ }}
-	assert.False(t, a.ready.Load())
-	a.markReady()
-	a.markReady()
-	assert.True(t, a.ready.Load())
-	assert.Equal(t, 1, calls)
 }
 
 // mustCgroupRoot returns a root holding a process in a 3 GiB cgroup v2 group.

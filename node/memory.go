@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"runtime/debug"
@@ -51,9 +51,9 @@ func memoryLimit(cfg config.Config, root string) (memoryBudget, error) {
 	}, nil
 }
 
-// setMemoryLimit applies the serving limit of memoryLimit to the runtime
+// SetMemoryLimit applies the serving limit of memoryLimit to the runtime
 // and logs the choice once at start.
-func setMemoryLimit(cfg config.Config, log zerolog.Logger) {
+func SetMemoryLimit(cfg config.Config, log zerolog.Logger) {
 	b, err := memoryLimit(cfg, "/")
 	if err != nil {
 		log.Warn().Err(err).Msg("memory cgroup unreadable: the Go runtime gets no memory limit")
@@ -65,14 +65,14 @@ func setMemoryLimit(cfg config.Config, log zerolog.Logger) {
 	log.Info().Int64("go_memory_limit_bytes", debug.SetMemoryLimit(-1)).Str("from", b.From).Msg("memory limit")
 }
 
-// buildingMemory raises the runtime's limit to the building share of
+// BuildingMemory raises the runtime's limit to the building share of
 // memoryLimit, for a node about to build its views, and returns the call
 // that lowers it to the serving share again once the node is ready (the
 // collector then frees down to it, and the runtime returns the pages). With
 // no building share of its own (an explicit limit, GOMEMLIMIT, no cgroup)
 // it changes nothing and returns a no-op. set is debug.SetMemoryLimit
 // outside tests.
-func buildingMemory(cfg config.Config, root string, set func(int64) int64, log zerolog.Logger) (served func()) {
+func BuildingMemory(cfg config.Config, root string, set func(int64) int64, log zerolog.Logger) (served func()) {
 	b, err := memoryLimit(cfg, root)
 	if err != nil || b.Build <= b.Serve {
 		return func() {}

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -33,16 +33,16 @@ func TestStartupCycleOutlivesTheAdminDeadline(t *testing.T) {
 	for _, name := range config.SourceNames {
 		cfg.Sources[name] = config.Source{BaseURL: srv.URL + "/" + name, Interval: time.Hour, Timeout: 30 * time.Second}
 	}
-	in, err := newIngest(cfg, js, nil, zerolog.Nop(), nil, nil)
+	in, err := NewIngest(cfg, js, nil, zerolog.Nop(), nil, nil)
 	require.NoError(t, err)
 	require.NoError(t, in.Open(ctx))
 	t.Cleanup(func() { assert.NoError(t, in.Close(context.Background())) })
 
-	a := &admin{log: zerolog.Nop(), ingest: in, js: js, cycleDeadline: delay}
-	_, err = a.RunIngest(ctx)
+	f := &Feed{in: in, js: js, log: zerolog.Nop(), deadline: delay}
+	_, err = f.RunIngest(ctx)
 	require.ErrorIs(t, err, context.DeadlineExceeded, "POST /admin/ingest answers at its deadline")
 
-	sum, err := a.startupCycle(ctx)
-	require.NoError(t, err, "the start-up cycle runs to its end")
-	assert.NotZero(t, sum, "and publishes")
+	cycles := in.Stats().Cycles
+	require.NoError(t, f.startupCycle(ctx), "the start-up cycle runs to its end")
+	assert.Equal(t, cycles+1, in.Stats().Cycles, "and completes")
 }

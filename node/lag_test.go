@@ -1,0 +1,53 @@
+package node
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/marketd/marketd/readmodel"
+)
+
+// TestReadinessSaysWhy drives the lag monitor's samples by hand.
+func TestReadinessSaysWhy(t *testing.T) {
+	t0 := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	const cycle = time.Minute
+	pos := func(st, sa uint64) readmodel.Position { return readmodel.Position{State: st, Sales: sa} }
+	type sample struct {
+		at             time.Duration
+		heads, applied readmodel.Position
+		err            error
+	}
+	tests := []struct {
+		name    string
+		samples []sample
+		now     time.Duration
+		want    string
+	}{
+		{"caught up", []sample{{0, pos(10, 5), pos(10, 5), nil}, {2 * cycle, pos(20, 6), pos(20, 6), nil}}, 2 * cycle, ""},
+		{"behind by less than a cycle", []sample{{0, pos(10, 5), pos(10, 5), nil}, {cycle / 2, pos(30, 9), pos(12, 5), nil}}, cycle / 2, ""},
+		{"behind by more than a cycle", []sample{{0, pos(10, 5), pos(8, 5), nil}, {cycle / 2, pos(30, 9), pos(9, 5), nil}, {cycle + time.Second, pos(40, 9), pos(9, 6), nil}},
+			cycle + time.Second, "behind the streams by more than one cycle"},
+		{"new messages within the cycle are not lag", []sample{{0, pos(10, 5), pos(10, 5), nil}, {cycle, pos(30, 9), pos(12, 6), nil}}, cycle, ""},
+		{"stalled", []sample{{0, pos(10, 5), pos(9, 5), nil}, {40 * time.Second, pos(10, 5), pos(9, 5), nil}}, 40 * time.Second, "projector stalled"},
+		{"bus unreachable", []sample{{0, pos(10, 5), pos(10, 5), nil}, {time.Second, readmodel.Position{}, pos(10, 5), assert.AnError}}, time.Second, "bus unreachable"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			now := t0
+			m := &lagMonitor{cycle: cycle, now: func() time.Time { return now }, lastProgress: t0}
+			for _, s := range tt.samples {
+				now = t0.Add(s.at)
+				m.record(now, s.heads, s.applied, s.err)
+			}
+			now = t0.Add(tt.now)
+			got := m.reason()
+			if tt.want == "" {
+				assert.Empty(t, got)
+			} else {
+				assert.Contains(t, got, tt.want)
+			}
+		})
+	}
+}
