@@ -21,7 +21,7 @@ import (
 // The view store is a projection of the streams, so damage to its files is
 // never fatal to a node: the store says that it is damaged (a *DamageError,
 // see Damaged), and the node rebuilds its views from the streams beside the
-// damaged directory and swaps the build in (cmd/marketd's healer, through
+// damaged directory and swaps the build in (node.Views, through
 // the path `marketd replay` takes).
 //
 // Damage is recognised at Open (Badger refuses the directory: a table file
