@@ -233,34 +233,35 @@ func (s *collState) Set() ([]readmodel.ListingRow, error) {
 	return s.set, nil
 }
 
-func (s *collState) mark(sec store.StateSection) { s.have[sec], s.dirty[sec] = true, true }
+// touch records that section sec was set: it is written at save.
+func (s *collState) touch(sec store.StateSection) { s.have[sec], s.dirty[sec] = true, true }
 
-func (s *collState) setDoc(d *readmodel.CollectionDoc) { s.doc = d; s.mark(store.SecDoc) }
+func (s *collState) setDoc(d *readmodel.CollectionDoc) { s.doc = d; s.touch(store.SecDoc) }
 func (s *collState) setStats(v *readmodel.CollectionStats) {
 	s.stats = v
-	s.mark(store.SecStats)
+	s.touch(store.SecStats)
 }
 func (s *collState) setAnalytics(v *readmodel.Analytics) {
 	s.analytics = v
-	s.mark(store.SecAnalytics)
+	s.touch(store.SecAnalytics)
 }
-func (s *collState) setLastGood(v *lastGood) { s.lastGood = v; s.mark(store.SecLastGood) }
+func (s *collState) setLastGood(v *lastGood) { s.lastGood = v; s.touch(store.SecLastGood) }
 
 // setHistory replaces the detail history; a render that records no new
 // sample leaves the record as it was.
 func (s *collState) setHistory(h []byte) {
 	if !bytes.Equal(h, s.History()) {
 		s.history = h
-		s.mark(store.SecHistory)
+		s.touch(store.SecHistory)
 	}
 }
 
-func (s *collState) setTokenAddrs(a []string) { s.tokenAddrs = a; s.mark(store.SecTokenAddrs) }
-func (s *collState) setSold(sold []uint64)    { s.sold = sold; s.mark(store.SecFeedSold) }
+func (s *collState) setTokenAddrs(a []string) { s.tokenAddrs = a; s.touch(store.SecTokenAddrs) }
+func (s *collState) setSold(sold []uint64)    { s.sold = sold; s.touch(store.SecFeedSold) }
 
 // setSet replaces the listing set the feed last reported; the set was
 // read first (Set).
-func (s *collState) setSet(set []readmodel.ListingRow) { s.set = set; s.mark(store.SecFeedSet) }
+func (s *collState) setSet(set []readmodel.ListingRow) { s.set = set; s.touch(store.SecFeedSet) }
 
 // setRows replaces source src's rows. The feed set refers to the stored
 // rows, so it is decoded first (it is encoded again against the new ones).
@@ -270,7 +271,7 @@ func (s *collState) setRows(src readmodel.Source, in *rowsInput) error {
 	}
 	i := listingSource(src)
 	s.rows[i] = in
-	s.mark(rowsSections[i])
+	s.touch(rowsSections[i])
 	return nil
 }
 
@@ -382,7 +383,7 @@ func (a *applier) saveStates() error {
 				return err
 			}
 			s.head = a.tx.AppendEvents(cid, h, s.pending) // of more than it keeps, the store encodes the last only
-			s.mark(store.SecFeedHead)
+			s.touch(store.SecFeedHead)
 			s.pending = nil
 		}
 		if s.dirty[store.SecDoc] {

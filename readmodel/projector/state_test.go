@@ -36,7 +36,7 @@ func randomState(r *rand.Rand) *collState {
 	for i := range rows {
 		jsontest.Fill(r, reflect.ValueOf(&rows[i]).Elem())
 		s.rows[i] = &rowsInput{ObservedAt: time.UnixMilli(r.Int63n(1 << 40)).UTC(), Rows: rows[i]}
-		s.mark(rowsSections[i])
+		s.touch(rowsSections[i])
 	}
 	var own []readmodel.ListingRow
 	jsontest.Fill(r, reflect.ValueOf(&own).Elem())
