@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/wire"
 )
 
 // The projector renders every listing, sale and token it applies; with
@@ -177,7 +178,64 @@ func (e *itemEncoder) Price(name string, p readmodel.Price) {
 	}
 }
 
-func (d *tokenDetail) appendJSON(b []byte) ([]byte, bool) {
+// appendListingItem appends li as encoding/json writes it: its item's
+// fields, then fees and buyerPrice. ok is false when a price cannot be
+// written.
+func appendListingItem(b []byte, li *wire.ListingItem) ([]byte, bool) {
+	b, ok := appendItem(b, &li.MarketItem)
+	if !ok {
+		return b, false
+	}
+	b = append(b[:len(b)-1], ',')
+	if b, ok = appendFeeList(b, li.Fees, li.BuyerPrice); !ok {
+		return b, false
+	}
+	return append(b, '}'), true
+}
+
+// appendFeeList appends `"fees":…,"buyerPrice":…` (no leading comma) as
+// encoding/json writes ListingItem's and FloorResponse's two fields. ok is
+// false when a price cannot be written.
+func appendFeeList(b []byte, list []wire.Fee, buyer *readmodel.Price) ([]byte, bool) {
+	b = append(b, `"fees":`...)
+	ok := true
+	if list == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range list {
+			fe := &list[i]
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"kind":`...)
+			b = appendJSONString(b, fe.Kind)
+			b = append(b, `,"bps":`...)
+			if fe.Bps == nil {
+				b = append(b, "null"...)
+			} else {
+				b = strconv.AppendInt(b, *fe.Bps, 10)
+			}
+			b = append(b, `,"amount":`...)
+			if fe.Amount == nil {
+				b = append(b, "null"...)
+			} else if b, ok = appendPrice(b, fe.Amount); !ok {
+				return b, false
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"buyerPrice":`...)
+	if buyer == nil {
+		return append(b, "null"...), true
+	}
+	return appendPrice(b, buyer)
+}
+
+// appendTokenDetail appends d as encoding/json writes it. ok is false when
+// a price cannot be written.
+func appendTokenDetail(b []byte, d *wire.TokenDetail) ([]byte, bool) {
 	b = appendAsset(b, d.Chain, d.ContractAddress, d.TokenID, d.Mint, d.CollectionID)
 	b = append(b, `,"name":`...)
 	b = appendStrPtr(b, d.Name)
@@ -199,17 +257,8 @@ func (d *tokenDetail) appendJSON(b []byte) ([]byte, bool) {
 	ok := true
 	if d.Listing == nil {
 		b = append(b, "null"...)
-	} else {
-		if b, ok = appendItem(b, d.Listing); !ok {
-			return b, false
-		}
-		if d.fees != nil {
-			b = append(b[:len(b)-1], ',')
-			if b, ok = appendFees(b, d.fees); !ok {
-				return b, false
-			}
-			b = append(b, '}')
-		}
+	} else if b, ok = appendListingItem(b, d.Listing); !ok {
+		return b, false
 	}
 	b = append(b, `,"lastSale":`...)
 	if d.LastSale == nil {
@@ -220,6 +269,10 @@ func (d *tokenDetail) appendJSON(b []byte) ([]byte, bool) {
 			return b, false
 		}
 		b = append(b, '}')
+	}
+	if d.AsOf != nil {
+		b = append(b, `,"asOf":`...)
+		b = appendJSONString(b, *d.AsOf)
 	}
 	return append(b, '}'), true
 }

@@ -4,15 +4,16 @@ import (
 	"time"
 
 	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/wire"
 )
 
 // Change-feed event types (GET /v1/collections/{id}/events, beyond SPEC).
 const (
-	EventListingAdded   = "listing_added"
-	EventListingRemoved = "listing_removed"
-	EventPriceChanged   = "price_changed"
-	EventFloorChanged   = "floor_changed"
-	EventSale           = "sale"
+	EventListingAdded   = wire.EventListingAdded
+	EventListingRemoved = wire.EventListingRemoved
+	EventPriceChanged   = wire.EventPriceChanged
+	EventFloorChanged   = wire.EventFloorChanged
+	EventSale           = wire.EventSale
 )
 
 // EventTypes lists the event types in their bit order (EventTypeBit).
@@ -30,16 +31,17 @@ func EventTypeBit(t string) uint8 {
 
 // Why a listing left the feed's listing set (listing_removed's reason).
 const (
-	ReasonSold          = "sold"           // a sale of its orderId was applied before it left
-	ReasonCancelled     = "cancelled"      // its source stopped reporting it, unexpired and unsold
-	ReasonExpired       = "expired"        // its expiresAt passed
-	ReasonRepriced      = "repriced"       // the asset is listed again under another orderId (a listing_added follows)
-	ReasonSourceDropped = "source_dropped" // its source is failing and its last good rows aged out
-	ReasonBeyondCeiling = "beyond_ceiling" // still listed, but no longer among the ~250 cheapest of the snapshot
+	ReasonSold          = wire.ReasonSold
+	ReasonCancelled     = wire.ReasonCancelled
+	ReasonExpired       = wire.ReasonExpired
+	ReasonRepriced      = wire.ReasonRepriced
+	ReasonSourceDropped = wire.ReasonSourceDropped
+	ReasonBeyondCeiling = wire.ReasonBeyondCeiling
 )
 
-// Event is one change-feed event. Every field is rendered; those that do
-// not apply to the type are null.
+// Event is one change-feed event as the store keeps it; EventJSON writes
+// it as a wire.Event. Every field is rendered; those that do not apply to
+// the type are null.
 type Event struct {
 	ID           string     // stable, opaque: derived from the stream message it came from
 	Type         string     // one of EventTypes

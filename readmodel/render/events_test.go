@@ -1,14 +1,19 @@
 package render
 
 import (
+	"bytes"
 	"encoding/json"
+	"math/rand"
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/marketd/marketd/internal/jsontest"
 	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/wire"
 )
 
 func TestEventJSON(t *testing.T) {
@@ -33,4 +38,37 @@ func TestEventJSON(t *testing.T) {
 	}
 	assert.Equal(t, uint8(1<<4), EventTypeBit(EventSale))
 	assert.Zero(t, EventTypeBit("transfer"))
+}
+
+// TestEventJSONIsAWireEvent holds EventJSON to wire.Event, the type the
+// Go client decodes events into: on random events, what EventJSON writes
+// decodes into it with no field left over, and encoding/json writes the
+// decoded value back byte for byte (same fields, order and number forms).
+func TestEventJSONIsAWireEvent(t *testing.T) {
+	r := rand.New(rand.NewSource(20261125))
+	for i := 0; i < 5000; i++ {
+		var e Event
+		jsontest.FillNonFinite(r, reflect.ValueOf(&e).Elem())
+		e.ObservedAt = time.Unix(r.Int63n(4e9), r.Int63n(1e9)).UTC()
+		if r.Intn(2) == 0 {
+			var it readmodel.MarketItem
+			jsontest.Fill(r, reflect.ValueOf(&it).Elem())
+			e.Listing = MarshalItem(it)
+		} else {
+			e.Listing = nil
+		}
+		if r.Intn(2) == 0 {
+			var it readmodel.MarketItem
+			jsontest.Fill(r, reflect.ValueOf(&it).Elem())
+			e.Sale = MarshalItem(it)
+		} else {
+			e.Sale = nil
+		}
+		b := EventJSON(&e)
+		var w wire.Event
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		require.NoError(t, dec.Decode(&w), "event %d: %s", i, b)
+		require.Equal(t, decodedForm(b), string(stdOrNull(w)), "event %d", i)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/wire"
 )
 
 // Fees, explicitly, so a buyer sees the total before paying: beyond SPEC,
@@ -30,9 +31,9 @@ import (
 
 // Fee kinds.
 const (
-	FeePlatform   = "platform"
-	FeeRoyalty    = "royalty"
-	FeeAggregator = "aggregator"
+	FeePlatform   = wire.FeePlatform
+	FeeRoyalty    = wire.FeeRoyalty
+	FeeAggregator = wire.FeeAggregator
 )
 
 // AggregatorFeeBps is the aggregator fee on external-marketplace purchases
@@ -143,35 +144,20 @@ func feeAmount(ask *big.Int, bps int64) *big.Int {
 	return new(big.Int).Sub(ApplyBps(ask, bps), ask)
 }
 
-// appendFees appends `"fees":[...],"buyerPrice":...` for f (no leading
-// comma); ok is false when a price cannot be written.
-func appendFees(b []byte, f *Fees) ([]byte, bool) {
-	b = append(b, `"fees":[`...)
-	ok := true
+// wire returns f as the wire's fees list and buyerPrice (nil when
+// unknown). Their values point into f.
+func (f *Fees) wire() (list [2]wire.Fee, buyer *readmodel.Price) {
 	for i := range f.List {
 		fe := &f.List[i]
-		if i > 0 {
-			b = append(b, ',')
+		list[i] = wire.Fee{Kind: fe.Kind}
+		if fe.Known {
+			list[i].Bps, list[i].Amount = &fe.Bps, &fe.Amount
 		}
-		b = append(b, `{"kind":`...)
-		b = appendJSONString(b, fe.Kind)
-		if !fe.Known {
-			b = append(b, `,"bps":null,"amount":null}`...)
-			continue
-		}
-		b = append(b, `,"bps":`...)
-		b = strconv.AppendInt(b, fe.Bps, 10)
-		b = append(b, `,"amount":`...)
-		if b, ok = appendPrice(b, &fe.Amount); !ok {
-			return b, false
-		}
-		b = append(b, '}')
 	}
-	b = append(b, `],"buyerPrice":`...)
-	if !f.BuyerKnown {
-		return append(b, "null"...), true
+	if f.BuyerKnown {
+		buyer = &f.Buyer
 	}
-	return appendPrice(b, &f.Buyer)
+	return list, buyer
 }
 
 // ListingRowJSON renders listing row r as a row of the listings feed: its
@@ -230,7 +216,8 @@ func appendListingParts(dst []byte, it *readmodel.MarketItem, f *Fees) ([]byte, 
 		return nil, false
 	}
 	b = append(b[:len(b)-1], ',')
-	if b, ok = appendFees(b, f); !ok {
+	list, buyer := f.wire()
+	if b, ok = appendFeeList(b, list[:], buyer); !ok {
 		return nil, false
 	}
 	return append(b, '}'), true

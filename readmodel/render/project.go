@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/wire"
 )
 
 // This file holds the pure view-building functions the projector uses: they
@@ -106,8 +107,10 @@ func MarshalItem(v any) []byte {
 		b, ok = appendItem(make([]byte, 0, 512), &x)
 	case *readmodel.MarketItem:
 		b, ok = appendItem(make([]byte, 0, 512), x)
-	case tokenDetail:
-		b, ok = x.appendJSON(make([]byte, 0, 1024))
+	case wire.TokenDetail:
+		b, ok = appendTokenDetail(make([]byte, 0, 1024), &x)
+	case wire.ListingItem:
+		b, ok = appendListingItem(make([]byte, 0, 1024), &x)
 	}
 	if ok {
 		return b
@@ -119,23 +122,10 @@ func MarshalItem(v any) []byte {
 	return b
 }
 
-// collectionIdentity is the identity part shared by CollectionSummary and
-// CollectionDetail, in SPEC's field order.
-type collectionIdentity struct {
-	ID              string           `json:"id"`
-	Chain           *readmodel.Chain `json:"chain"`
-	ContractAddress *string          `json:"contractAddress"`
-	Name            string           `json:"name"`
-	Slug            *string          `json:"slug"`
-	Image           *string          `json:"image"`
-	Banner          *string          `json:"banner"`
-	Description     *string          `json:"description"`
-	TokenStandard   *string          `json:"tokenStandard"`
-	RoyaltyBps      *int64           `json:"royaltyBps"`
-}
-
-func identity(d *readmodel.CollectionDoc) collectionIdentity {
-	id := collectionIdentity{
+// identity is the identity part shared by CollectionSummary and
+// CollectionDetail.
+func identity(d *readmodel.CollectionDoc) wire.CollectionIdentity {
+	id := wire.CollectionIdentity{
 		ID:              d.ID,
 		ContractAddress: StrPtr(d.ContractAddress),
 		Name:            d.Name,
@@ -156,23 +146,11 @@ func identity(d *readmodel.CollectionDoc) collectionIdentity {
 	return id
 }
 
-type summaryStats struct {
-	Floor         *readmodel.Price `json:"floor"`
-	VolumeAllTime *float64         `json:"volumeAllTime"`
-	Supply        *int64           `json:"supply"`
-	Owners        *int64           `json:"owners"`
-}
-
-type collectionSummary struct {
-	collectionIdentity
-	Stats summaryStats `json:"stats"`
-}
-
 // CollectionSummaryJSON renders the CollectionSummary of a browse page:
 // stats.floor from the stored snapshot (none without a usable chain),
 // volumeAllTime, supply and owners from the document.
 func CollectionSummaryJSON(d *readmodel.CollectionDoc, usd *float64) []byte {
-	s := collectionSummary{collectionIdentity: identity(d)}
+	s := wire.CollectionSummary{CollectionIdentity: identity(d)}
 	if d.Chain.Valid() {
 		s.Stats.Floor = pricePtr(d.Chain, d.FloorRaw, usd)
 	}
@@ -196,39 +174,6 @@ type DetailInputs struct {
 	Changes Changes
 }
 
-type windows struct {
-	AllTime        any `json:"allTime"`
-	SevenDay       any `json:"sevenDay"`
-	TwentyFourHour any `json:"twentyFourHour"`
-}
-
-type detailStats struct {
-	Floor       *readmodel.Price `json:"floor"`
-	Volume      windows          `json:"volume"`
-	Sales       windows          `json:"sales"`
-	Supply      *int64           `json:"supply"`
-	Owners      *int64           `json:"owners"`
-	ListedCount *int64           `json:"listedCount"`
-	Change      changeRatios     `json:"change"`
-	AsOf        *string          `json:"asOf"` // spliced by the API (SpliceAsOf)
-}
-
-type changeWindows struct {
-	TwentyFourHour *float64 `json:"twentyFourHour"`
-	SevenDay       *float64 `json:"sevenDay"`
-}
-
-type changeRatios struct {
-	Volume changeWindows `json:"volume"`
-	Floor  changeWindows `json:"floor"`
-}
-
-type collectionDetail struct {
-	collectionIdentity
-	Stats detailStats `json:"stats"`
-	Stale bool        `json:"stale"`
-}
-
 // CollectionDetailJSON renders CollectionDetail by SPEC's rules: floor from
 // live analytics (when its poll is ok) else the stored snapshot; volume and
 // sales windows null when analytics failed; owners and listedCount null when
@@ -236,7 +181,7 @@ type collectionDetail struct {
 // stale only when both failed.
 func CollectionDetailJSON(in DetailInputs) []byte {
 	d := in.Doc
-	out := collectionDetail{collectionIdentity: identity(d)}
+	out := wire.CollectionDetail{CollectionIdentity: identity(d)}
 	an := in.Analytics
 	if in.AnalyticsFailed {
 		an = nil
@@ -246,11 +191,9 @@ func CollectionDetailJSON(in DetailInputs) []byte {
 		st = nil
 	}
 	out.Stats.Floor = detailFloor(in, in.USD)
-	out.Stats.Volume = windows{AllTime: nilF(nil), SevenDay: nilF(nil), TwentyFourHour: nilF(nil)}
-	out.Stats.Sales = windows{AllTime: nilI(nil), SevenDay: nilI(nil), TwentyFourHour: nilI(nil)}
 	if an != nil {
-		out.Stats.Volume = windows{AllTime: nilF(an.VolumeAllTime), SevenDay: nilF(an.Volume7d), TwentyFourHour: nilF(an.Volume24h)}
-		out.Stats.Sales = windows{AllTime: nilI(an.SalesAllTime), SevenDay: nilI(an.Sales7d), TwentyFourHour: nilI(an.Sales24h)}
+		out.Stats.Volume = wire.Windows[float64]{AllTime: an.VolumeAllTime, SevenDay: an.Volume7d, TwentyFourHour: an.Volume24h}
+		out.Stats.Sales = wire.Windows[int64]{AllTime: an.SalesAllTime, SevenDay: an.Sales7d, TwentyFourHour: an.Sales24h}
 	}
 	out.Stats.Supply = d.Supply
 	if st != nil {
@@ -265,9 +208,9 @@ func CollectionDetailJSON(in DetailInputs) []byte {
 	} else if !in.StatsFailed {
 		out.Stats.Owners = d.Owners
 	}
-	out.Stats.Change = changeRatios{
-		Volume: changeWindows{TwentyFourHour: in.Changes.Volume24h, SevenDay: in.Changes.Volume7d},
-		Floor:  changeWindows{TwentyFourHour: in.Changes.Floor24h, SevenDay: in.Changes.Floor7d},
+	out.Stats.Change = wire.Change{
+		Volume: wire.ChangeWindows{TwentyFourHour: in.Changes.Volume24h, SevenDay: in.Changes.Volume7d},
+		Floor:  wire.ChangeWindows{TwentyFourHour: in.Changes.Floor24h, SevenDay: in.Changes.Floor7d},
 	}
 	out.Stale = in.StatsFailed && in.AnalyticsFailed
 	return MarshalItem(out)
@@ -301,20 +244,6 @@ func detailFloor(in DetailInputs, usd *float64) *readmodel.Price {
 		}
 	}
 	return pricePtr(d.Chain, d.FloorRaw, usd)
-}
-
-func nilF(p *float64) any {
-	if p == nil {
-		return nil
-	}
-	return *p
-}
-
-func nilI(p *int64) any {
-	if p == nil {
-		return nil
-	}
-	return *p
 }
 
 // ListingSource is one listing source's stored state for a collection.
@@ -554,35 +483,15 @@ type FloorResult struct {
 	AskFrom readmodel.Source
 }
 
-type floorResponse struct {
-	CollectionID string           `json:"collectionId"`
-	AskFloor     *readmodel.Price `json:"askFloor"`
-	BuyerFloor   *readmodel.Price `json:"buyerFloor"`
-	Aggregated   bool             `json:"aggregated"`
-	UpdatedAt    string           `json:"updatedAt"`
-	Stale        bool             `json:"stale"`
-	// What marketd adds after SPEC's fields: the fees and buyer price of
-	// the floor's row, and asOf (spliced by the API).
-	fees *Fees
-}
-
-// appendJSON writes r as encoding/json would write its exported fields,
-// then fees, buyerPrice and asOf (null: the API splices it).
-func (r *floorResponse) appendJSON() []byte {
+// floorJSON writes r as the floor view's body (asOf null: the API
+// writes it); "null" when a price cannot be written (a value
+// encoding/json refuses).
+func floorJSON(r *wire.FloorResponse) []byte {
 	b, err := json.Marshal(r)
-	if err != nil || len(b) < 2 {
+	if err != nil {
 		return []byte("null")
 	}
-	b = append(b[:len(b)-1], ',')
-	if r.fees == nil {
-		b = append(b, `"fees":null,"buyerPrice":null`...)
-	} else {
-		var ok bool
-		if b, ok = appendFees(b, r.fees); !ok {
-			return []byte("null")
-		}
-	}
-	return append(b, `,"asOf":null}`...)
+	return b
 }
 
 // BuyerFloorRaw is the buyer all-in cost of filling row on chain c: native
@@ -612,7 +521,7 @@ func BuyerFloorRaw(c readmodel.Chain, r *readmodel.ListingRow, royaltyBps int64)
 // chains serve null with stale: false.
 func FloorJSON(in FloorInputs) FloorResult {
 	c := in.Chain
-	resp := floorResponse{CollectionID: in.CollectionID, Aggregated: true, UpdatedAt: slotMark}
+	resp := wire.FloorResponse{CollectionID: in.CollectionID, Aggregated: true, UpdatedAt: slotMark}
 	var res FloorResult
 	resp.AskFloor = pricePtr(c, in.AnalyticsFloorRaw, in.USD)
 	if resp.AskFloor != nil {
@@ -640,23 +549,24 @@ func FloorJSON(in FloorInputs) FloorResult {
 			res.BuyerRaw = BuyerFloorRaw(c, row, royalty)
 			resp.BuyerFloor = pricePtr(c, res.BuyerRaw, in.USD)
 			if f, ok := FeesOf(c, row, in.RoyaltyBps, in.USD); ok {
-				resp.fees = &f
+				list, buyer := f.wire()
+				resp.Fees, resp.BuyerPrice = list[:], buyer
 			}
 		}
-		res.Body = splitSlot(resp.appendJSON(), updatedAtKey)
+		res.Body = splitSlot(floorJSON(&resp), updatedAtKey)
 		return res
 	}
 	if c.KeepsLastGoodBuyerFloor() && in.LastGoodRaw != "" && !in.LastGoodAt.IsZero() {
 		if p := pricePtr(c, in.LastGoodRaw, in.USD); p != nil {
 			stale := resp
 			stale.BuyerFloor, stale.Stale = p, true
-			res.Body = splitSlot(stale.appendJSON(), updatedAtKey)
+			res.Body = splitSlot(floorJSON(&stale), updatedAtKey)
 			res.FallbackAfter = in.LastGoodAt.Add(LastGoodBuyerFloorAge)
-			res.Fallback = splitSlot(resp.appendJSON(), updatedAtKey)
+			res.Fallback = splitSlot(floorJSON(&resp), updatedAtKey)
 			return res
 		}
 	}
-	res.Body = splitSlot(resp.appendJSON(), updatedAtKey)
+	res.Body = splitSlot(floorJSON(&resp), updatedAtKey)
 	return res
 }
 
@@ -698,37 +608,6 @@ type TokenInputs struct {
 	RoyaltyBps *int64
 }
 
-type tokenRarity struct {
-	Rank *int64 `json:"rank"`
-}
-
-type tokenOwner struct {
-	Address *string   `json:"address"`
-	Kind    OwnerKind `json:"kind"`
-	Label   *string   `json:"label"`
-}
-
-type lastSale struct {
-	Price readmodel.Price `json:"price"`
-}
-
-type tokenDetail struct {
-	Chain           readmodel.Chain       `json:"chain"`
-	ContractAddress *string               `json:"contractAddress"`
-	TokenID         *string               `json:"tokenId"`
-	Mint            *string               `json:"mint"`
-	CollectionID    string                `json:"collectionId"`
-	Name            *string               `json:"name"`
-	Image           *string               `json:"image"`
-	Rarity          tokenRarity           `json:"rarity"`
-	Owner           tokenOwner            `json:"owner"`
-	Listing         *readmodel.MarketItem `json:"listing"`
-	LastSale        *lastSale             `json:"lastSale"`
-	// fees are the listing's fees and buyerPrice, which marketd adds
-	// after its SPEC fields; nil when there is no listing.
-	fees *Fees
-}
-
 // TokenJSON renders TokenDetail by SPEC's rules. The listing is the native
 // order-book row for an EVM token listed natively (real timestamp), else the
 // live overlay row, whose timestamp is the TimedBody slot (response-build
@@ -740,7 +619,7 @@ type tokenDetail struct {
 func TokenJSON(in TokenInputs) TokenView {
 	d := in.Doc
 	c := d.Chain
-	out := tokenDetail{Chain: c, CollectionID: d.CollectionID, Name: StrPtr(d.Name), Image: StrPtr(d.Image)}
+	out := wire.TokenDetail{Chain: c, CollectionID: d.CollectionID, Name: StrPtr(d.Name), Image: StrPtr(d.Image)}
 	if c == readmodel.Solana {
 		out.Mint = StrPtr(d.TokenID)
 	} else {
@@ -769,7 +648,8 @@ func TokenJSON(in TokenInputs) TokenView {
 				it.Timestamp = slotMark
 			}
 			if f, ok := FeesOf(c, listed, in.RoyaltyBps, in.USD); ok {
-				out.Listing, out.fees = &it, &f
+				list, buyer := f.wire()
+				out.Listing = &wire.ListingItem{MarketItem: it, Fees: list[:], BuyerPrice: buyer}
 			} else {
 				listed = nil
 			}
@@ -779,20 +659,20 @@ func TokenJSON(in TokenInputs) TokenView {
 	}
 	switch {
 	case listed != nil && listed.Seller != "":
-		out.Owner = tokenOwner{Address: StrPtr(listed.Seller), Kind: OwnerWallet}
+		out.Owner = wire.Owner{Address: StrPtr(listed.Seller), Kind: wire.OwnerWallet}
 	case d.InCustody:
-		out.Owner = tokenOwner{Kind: OwnerCustody, Label: StrPtr(d.CustodyLabel)}
+		out.Owner = wire.Owner{Kind: wire.OwnerCustody, Label: StrPtr(d.CustodyLabel)}
 		if out.Owner.Label == nil {
 			l := "in custody"
 			out.Owner.Label = &l
 		}
 	case d.OwnerAddress != "":
-		out.Owner = tokenOwner{Address: StrPtr(d.OwnerAddress), Kind: OwnerWallet}
+		out.Owner = wire.Owner{Address: StrPtr(d.OwnerAddress), Kind: wire.OwnerWallet}
 	default:
-		out.Owner = tokenOwner{Kind: OwnerUnknown}
+		out.Owner = wire.Owner{Kind: wire.OwnerUnknown}
 	}
 	if p := pricePtr(c, d.LastSaleRaw, in.USD); p != nil {
-		out.LastSale = &lastSale{Price: *p}
+		out.LastSale = &wire.LastSale{Price: *p}
 	}
 	b := MarshalItem(out)
 	if out.Listing != nil && overlay {

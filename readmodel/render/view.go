@@ -102,12 +102,3 @@ type Page struct {
 	Next    string
 	HasMore bool
 }
-
-// OwnerKind is TokenDetail.owner.kind.
-type OwnerKind string
-
-const (
-	OwnerWallet  OwnerKind = "wallet"
-	OwnerCustody OwnerKind = "custody"
-	OwnerUnknown OwnerKind = "unknown"
-)
