@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/wire"
 )
 
 // PageQuery are the shared list parameters. A zero Limit is the server's
@@ -22,6 +25,14 @@ type PageQuery struct {
 type CollectionsQuery struct {
 	Chain readmodel.Chain
 	Sort  readmodel.Sort
+	PageQuery
+}
+
+// EventsQuery are GET /v1/collections/{id}/events' parameters. Empty Types
+// is every type (the wire.Event* constants); an empty Cursor starts at the
+// oldest event kept.
+type EventsQuery struct {
+	Types []string
 	PageQuery
 }
 
@@ -47,6 +58,14 @@ func (q CollectionsQuery) values() url.Values {
 	return v
 }
 
+func (q EventsQuery) values() url.Values {
+	v := q.PageQuery.values()
+	if len(q.Types) > 0 {
+		v.Set("types", strings.Join(q.Types, ","))
+	}
+	return v
+}
+
 func collectionPath(id string, rest ...string) string {
 	p := "/v1/collections/" + url.PathEscape(id)
 	for _, r := range rest {
@@ -57,7 +76,7 @@ func collectionPath(id string, rest ...string) string {
 
 // Index is GET /v1.
 func (c *Client) Index(ctx context.Context) (Index, error) {
-	var e envelope[Index]
+	var e wire.Envelope[Index]
 	err := c.get(ctx, "/v1", nil, &e)
 	return e.Data, err
 }
@@ -78,23 +97,24 @@ func (c *Client) Collections(ctx context.Context, q CollectionsQuery) (Page[Coll
 
 // Collection is GET /v1/collections/{id}.
 func (c *Client) Collection(ctx context.Context, id string) (CollectionDetail, error) {
-	var e envelope[CollectionDetail]
+	var e wire.Envelope[CollectionDetail]
 	err := c.get(ctx, collectionPath(id), nil, &e)
 	return e.Data, err
 }
 
 // Floor is GET /v1/collections/{id}/floor.
 func (c *Client) Floor(ctx context.Context, id string) (FloorResponse, error) {
-	var e envelope[FloorResponse]
+	var e wire.Envelope[FloorResponse]
 	err := c.get(ctx, collectionPath(id, "floor"), nil, &e)
 	return e.Data, err
 }
 
-// Listings is one page of GET /v1/collections/{id}/listings. A page with
-// Meta set is degraded (Meta.StaleSources names the failed sources); a 502
-// (every source failed) is ErrUnknown.
-func (c *Client) Listings(ctx context.Context, id string, q PageQuery) (Page[readmodel.MarketItem], error) {
-	var p Page[readmodel.MarketItem]
+// Listings is one page of GET /v1/collections/{id}/listings: items with
+// their fees and buyerPrice, and the snapshot's depth and freshness. A page
+// with Meta set is degraded (Meta.StaleSources names the failed sources); a
+// 502 (every source failed) is ErrUnknown.
+func (c *Client) Listings(ctx context.Context, id string, q PageQuery) (ListingsPage, error) {
+	var p ListingsPage
 	err := c.get(ctx, collectionPath(id, "listings"), q.values(), &p)
 	return p, err
 }
@@ -107,29 +127,100 @@ func (c *Client) Sales(ctx context.Context, id string, q PageQuery) (Page[readmo
 	return p, err
 }
 
+// Events is one page of GET /v1/collections/{id}/events, the collection's
+// change feed, oldest first. Every page, the newest too, carries a
+// NextCursor: pass it back later to resume. HasMore is true when the page
+// is full (more may be read at once).
+func (c *Client) Events(ctx context.Context, id string, q EventsQuery) (Page[Event], error) {
+	var p Page[Event]
+	err := c.get(ctx, collectionPath(id, "events"), q.values(), &p)
+	return p, err
+}
+
 // Token is GET /v1/tokens/{chain}/{address}/{tokenId}. On Solana address
-// is the collection mint and tokenID the asset mint.
+// is the collection mint (the collection's contractAddress, case kept) and
+// tokenID the asset mint.
 func (c *Client) Token(ctx context.Context, chain readmodel.Chain, address, tokenID string) (TokenDetail, error) {
-	var e envelope[TokenDetail]
+	var e wire.Envelope[TokenDetail]
 	err := c.get(ctx, "/v1/tokens/"+url.PathEscape(string(chain))+"/"+url.PathEscape(address)+"/"+url.PathEscape(tokenID), nil, &e)
 	return e.Data, err
 }
 
-// walk pages through fetch from page one and yields each item whose key
-// was not yielded before (an empty key is always yielded). It stops at the
-// first error (yielded once) or when the consumer stops.
-func walk[T any](ctx context.Context, limit int, fetch func(context.Context, PageQuery) (Page[T], error), key func(T) string) iter.Seq2[T, error] {
+// TokenRef names one token as Token's arguments do.
+type TokenRef struct {
+	Chain   readmodel.Chain
+	Address string // EVM: the contract; Solana: the collection mint
+	TokenID string // EVM: the decimal token id; Solana: the asset mint
+}
+
+// String is the ref as GET /v1/tokens' ids name it: chain/address/tokenId.
+func (r TokenRef) String() string { return string(r.Chain) + "/" + r.Address + "/" + r.TokenID }
+
+// TokenResult is one answer of Tokens: the token, or Err, an *Error with
+// the status and code Token answers for that ref (ErrNotFound for a token
+// not indexed, ErrBadRequest for a malformed ref).
+type TokenResult struct {
+	Token *TokenDetail
+	Err   error
+}
+
+// Tokens is GET /v1/tokens?ids=...: up to 50 tokens in one request (one
+// request of the item rate bucket); result i answers refs[i]. The request
+// fails as a whole (ErrBadRequest) with no refs, more than 50, or a ref
+// with an empty part or a '/' or ',' inside one.
+func (c *Client) Tokens(ctx context.Context, refs ...TokenRef) ([]TokenResult, error) {
+	ids := make([]string, len(refs))
+	for i, r := range refs {
+		ids[i] = r.String()
+	}
+	var e wire.Envelope[[]wire.TokenResult]
+	if err := c.get(ctx, "/v1/tokens", url.Values{"ids": {strings.Join(ids, ",")}}, &e); err != nil {
+		return nil, err
+	}
+	out := make([]TokenResult, len(e.Data))
+	for i, r := range e.Data {
+		switch {
+		case r.Error != nil:
+			out[i].Err = itemError(r.Error)
+		case r.TokenDetail != nil:
+			out[i].Token = r.TokenDetail
+		default:
+			out[i].Err = &Error{Status: http.StatusBadGateway, Code: readmodel.UpstreamError, Message: "the answer holds neither a token nor an error"}
+		}
+	}
+	return out, nil
+}
+
+// itemError is a batch item's error as the single endpoint answers it.
+func itemError(o *wire.ErrorObject) *Error {
+	st := http.StatusBadGateway
+	switch o.Code {
+	case readmodel.BadRequest:
+		st = http.StatusBadRequest
+	case readmodel.NotFound:
+		st = http.StatusNotFound
+	case readmodel.RateLimited:
+		st = http.StatusTooManyRequests
+	}
+	return &Error{Status: st, Code: o.Code, Message: o.Message}
+}
+
+// walk pages through fetch from start and yields each item whose key was
+// not yielded before (an empty key is always yielded). It stops after the
+// page whose hasMore is false, at the first error (yielded once), or when
+// the consumer stops.
+func walk[T any](ctx context.Context, start PageQuery, fetch func(context.Context, PageQuery) ([]T, Pagination, error), key func(T) string) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		seen := map[string]bool{}
-		q := PageQuery{Limit: limit}
+		q := start
 		for {
-			p, err := fetch(ctx, q)
+			items, pg, err := fetch(ctx, q)
 			if err != nil {
 				var zero T
 				yield(zero, err)
 				return
 			}
-			for _, it := range p.Data {
+			for _, it := range items {
 				if k := key(it); k != "" {
 					if seen[k] {
 						continue
@@ -140,40 +231,64 @@ func walk[T any](ctx context.Context, limit int, fetch func(context.Context, Pag
 					return
 				}
 			}
-			if !p.Pagination.HasMore || p.Pagination.NextCursor == nil {
+			if !pg.HasMore || pg.NextCursor == nil {
 				return
 			}
-			q.Cursor = *p.Pagination.NextCursor
+			q.Cursor = *pg.NextCursor
 		}
+	}
+}
+
+// pageFetch adapts a call answering Page[T] to walk's fetch.
+func pageFetch[T any](call func(context.Context, PageQuery) (Page[T], error)) func(context.Context, PageQuery) ([]T, Pagination, error) {
+	return func(ctx context.Context, q PageQuery) ([]T, Pagination, error) {
+		p, err := call(ctx, q)
+		return p.Data, p.Pagination, err
 	}
 }
 
 // AllCollections walks every page of GET /v1/collections (q.Cursor is
 // ignored), yielding each collection id once.
 func (c *Client) AllCollections(ctx context.Context, q CollectionsQuery) iter.Seq2[CollectionSummary, error] {
-	return walk(ctx, q.Limit, func(ctx context.Context, pq PageQuery) (Page[CollectionSummary], error) {
+	return walk(ctx, PageQuery{Limit: q.Limit}, pageFetch(func(ctx context.Context, pq PageQuery) (Page[CollectionSummary], error) {
 		q.PageQuery = pq
 		return c.Collections(ctx, q)
-	}, func(s CollectionSummary) string { return s.ID })
+	}), func(s CollectionSummary) string { return s.ID })
 }
 
 // AllListings walks a collection's listings snapshot (at most about 250
 // items), yielding each orderId once (SPEC §4 listings rule 5: a walk is not
-// a consistent read). A degraded page's meta is not reported: use Listings
-// for it.
-func (c *Client) AllListings(ctx context.Context, id string, limit int) iter.Seq2[readmodel.MarketItem, error] {
-	return walk(ctx, limit, func(ctx context.Context, q PageQuery) (Page[readmodel.MarketItem], error) {
-		return c.Listings(ctx, id, q)
-	}, ListingKey)
+// a consistent read). A degraded page's meta and the snapshot's depth are
+// not reported: use Listings for them.
+func (c *Client) AllListings(ctx context.Context, id string, limit int) iter.Seq2[ListingItem, error] {
+	return walk(ctx, PageQuery{Limit: limit}, func(ctx context.Context, q PageQuery) ([]ListingItem, Pagination, error) {
+		p, err := c.Listings(ctx, id, q)
+		return p.Data, p.Pagination, err
+	}, func(li ListingItem) string { return ListingKey(li.MarketItem) })
 }
 
 // AllSales walks a collection's sales newest first to the start of
 // history, yielding each (tx, orderId) once (SPEC §8).
 func (c *Client) AllSales(ctx context.Context, id string, limit int) iter.Seq2[readmodel.MarketItem, error] {
-	return walk(ctx, limit, func(ctx context.Context, q PageQuery) (Page[readmodel.MarketItem], error) {
+	return walk(ctx, PageQuery{Limit: limit}, pageFetch(func(ctx context.Context, q PageQuery) (Page[readmodel.MarketItem], error) {
 		return c.Sales(ctx, id, q)
-	}, SaleKey)
+	}), SaleKey)
 }
+
+// AllEvents walks a collection's change feed from q.Cursor (empty: the
+// oldest event kept) to its newest event, in order, yielding each eventId
+// once. A cursor older than the events kept is ErrBadRequest. To resume
+// later where a walk ended, page with Events and keep the last page's
+// NextCursor.
+func (c *Client) AllEvents(ctx context.Context, id string, q EventsQuery) iter.Seq2[Event, error] {
+	return walk(ctx, q.PageQuery, pageFetch(func(ctx context.Context, pq PageQuery) (Page[Event], error) {
+		q.PageQuery = pq
+		return c.Events(ctx, id, q)
+	}), EventKey)
+}
+
+// EventKey is an event's deduplication key: its eventId.
+func EventKey(e Event) string { return e.EventID }
 
 // ListingKey is a listing's deduplication key: its orderId ("" when null,
 // which is never deduplicated).

@@ -1,14 +1,19 @@
 // Package client is a Go client of the marketd public API (SPEC §4–§9):
 // typed calls for every endpoint, iterators that walk cursors and apply
-// SPEC's deduplication (listings by orderId, sales by tx plus orderId), 429
+// SPEC's deduplication (listings by orderId, sales by tx plus orderId,
+// change-feed events by eventId), 429
 // answered by waiting Retry-After (bounded), and 502 surfaced as ErrUnknown,
 // never as an empty result.
 //
-// It imports only the standard library and marketd's readmodel vocabulary
-// (Chain, Price, MarketItem, ...), so importing it pulls in no server code.
+// Its response types are readmodel/wire's, the ones the server renders
+// its bodies from, so every field the server writes is decoded. It
+// imports only the standard library, marketd's readmodel vocabulary
+// (Chain, Price, MarketItem, ...) and readmodel/wire, so importing it
+// pulls in no server code.
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,6 +36,7 @@ type Client struct {
 	maxRetries int
 	maxWait    time.Duration
 	userAgent  string
+	strict     bool
 	sleep      func(ctx context.Context, d time.Duration) error // tests replace it
 }
 
@@ -47,6 +53,11 @@ func WithRetries(n int) Option { return func(c *Client) { c.maxRetries = max(n, 
 // WithMaxRetryWait bounds one wait for Retry-After (default 61 s, a whole
 // rate window). A 429 asking for longer is returned as an error at once.
 func WithMaxRetryWait(d time.Duration) Option { return func(c *Client) { c.maxWait = d } }
+
+// WithStrictDecoding makes a call fail when an answer holds a field the
+// client's types do not: for a consumer's tests against a newer server.
+// By default such fields are ignored.
+func WithStrictDecoding() Option { return func(c *Client) { c.strict = true } }
 
 // WithUserAgent sets the User-Agent header.
 func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua } }
@@ -148,7 +159,7 @@ func (c *Client) get(ctx context.Context, path string, q url.Values, out any) er
 			return err
 		}
 		if resp.StatusCode == http.StatusOK {
-			if err := json.Unmarshal(body, out); err != nil {
+			if err := c.decode(body, out); err != nil {
 				return fmt.Errorf("marketd: decode %s: %w", path, err)
 			}
 			return nil
@@ -163,6 +174,17 @@ func (c *Client) get(ctx context.Context, path string, q url.Values, out any) er
 		}
 		return apiErr
 	}
+}
+
+// decode decodes a 200 body into out; strictly (no unknown field) when
+// the client was made WithStrictDecoding.
+func (c *Client) decode(body []byte, out any) error {
+	if !c.strict {
+		return json.Unmarshal(body, out)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	return dec.Decode(out)
 }
 
 func decodeError(resp *http.Response, body []byte) *Error {

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/marketd/marketd/readmodel/wire"
 )
 
 // fakeSleep records the waits a client asked for without waiting.
@@ -160,7 +163,7 @@ func TestWalksDedupe(t *testing.T) {
 		var got []string
 		for it, err := range c.AllListings(context.Background(), "c", 2) {
 			require.NoError(t, err)
-			got = append(got, ListingKey(it))
+			got = append(got, ListingKey(it.MarketItem))
 		}
 		assert.Equal(t, []string{"a", "b", "c", "", ""}, got, "repeats dropped; null orderIds are never merged")
 		assert.Equal(t, []string{"", "p1", "p2", "p3"}, *cursors, "an empty page with hasMore does not end the walk")
@@ -175,6 +178,19 @@ func TestWalksDedupe(t *testing.T) {
 			got = append(got, *it.Tx)
 		}
 		assert.Equal(t, []string{"t1", "t2", "t3"}, got)
+	})
+	t.Run("events by eventId, from the cursor given", func(t *testing.T) {
+		ev := func(id string) string {
+			return `{"eventId":"` + id + `","type":"sale","collectionId":"c","observedAt":"2026-11-25T03:00:00.000Z","upstreamAt":null,"reason":null,"listing":null,"previousPrice":null,"sale":null,"floor":null}`
+		}
+		c, cursors := pages(t, "["+ev("e1")+"]", "["+ev("e2")+","+ev("e3")+"]", "["+ev("e3")+","+ev("e4")+"]")
+		var got []string
+		for e, err := range c.AllEvents(context.Background(), "c", EventsQuery{PageQuery: PageQuery{Limit: 2, Cursor: "p1"}}) {
+			require.NoError(t, err)
+			got = append(got, e.EventID)
+		}
+		assert.Equal(t, []string{"e2", "e3", "e4"}, got)
+		assert.Equal(t, []string{"p1", "p2"}, *cursors, "the walk starts at the cursor given")
 	})
 	t.Run("an error ends the walk once", func(t *testing.T) {
 		var n atomic.Int32
@@ -208,8 +224,10 @@ func TestPathsAndQueries(t *testing.T) {
 		switch {
 		case r.URL.Path == "/v1/openapi.json":
 			fmt.Fprint(w, `{"openapi":"3.1.0"}`)
-		case r.URL.Path == "/v1/collections" || len(r.URL.Path) > 9 && (r.URL.Path[len(r.URL.Path)-5:] == "sales" || r.URL.Path[len(r.URL.Path)-8:] == "listings"):
+		case r.URL.Path == "/v1/collections" || strings.HasSuffix(r.URL.Path, "/sales") || strings.HasSuffix(r.URL.Path, "/listings") || strings.HasSuffix(r.URL.Path, "/events"):
 			fmt.Fprint(w, `{"data":[],"pagination":{"nextCursor":null,"hasMore":false}}`)
+		case r.URL.Path == "/v1/tokens":
+			fmt.Fprint(w, `{"data":[]}`)
 		default:
 			fmt.Fprint(w, `{"data":{}}`)
 		}
@@ -231,9 +249,65 @@ func TestPathsAndQueries(t *testing.T) {
 	require.NoError(t, err)
 	_, err = c.Token(ctx, "solana", "Col1", "Asset1")
 	require.NoError(t, err)
+	_, err = c.Events(ctx, "x", EventsQuery{Types: []string{wire.EventSale, wire.EventFloorChanged}, PageQuery: PageQuery{Limit: 3, Cursor: "e"}})
+	require.NoError(t, err)
+	_, err = c.Tokens(ctx, TokenRef{"ethereum", "0xab", "7"}, TokenRef{"solana", "Col1", "Asset1"})
+	require.NoError(t, err)
 	assert.Equal(t, []string{
 		"/v1", "/v1/openapi.json", "/v1/collections?chain=solana&cursor=k&limit=5&sort=floor",
 		"/v1/collections/a%2Fb", "/v1/collections/x/floor", "/v1/collections/x/listings?limit=100",
 		"/v1/collections/x/sales", "/v1/tokens/solana/Col1/Asset1",
+		"/v1/collections/x/events?cursor=e&limit=3&types=sale%2Cfloor_changed",
+		"/v1/tokens?ids=ethereum%2F0xab%2F7%2Csolana%2FCol1%2FAsset1",
 	}, got)
+}
+
+// TestTokensAnswersEachRef: a batch answer's items become a token or a
+// typed error, in request order.
+func TestTokensAnswersEachRef(t *testing.T) {
+	c, _ := newTest(t, func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"data":[`+
+			`{"chain":"ethereum","contractAddress":"0xab","tokenId":"7","mint":null,"collectionId":"ethereum_0xab","name":null,"image":null,"rarity":{"rank":3},"owner":{"address":null,"kind":"unknown","label":null},"listing":null,"lastSale":null,"asOf":null},`+
+			`{"error":{"code":"not_found","message":"no such token"}},`+
+			`{"error":{"code":"bad_request","message":"bad address"}}]}`)
+	})
+	got, err := c.Tokens(context.Background(), TokenRef{"ethereum", "0xab", "7"}, TokenRef{"ethereum", "0xab", "8"}, TokenRef{"ethereum", "x", "1"})
+	require.NoError(t, err)
+	require.Len(t, got, 3)
+	require.NoError(t, got[0].Err)
+	require.NotNil(t, got[0].Token)
+	assert.Equal(t, "ethereum_0xab", got[0].Token.CollectionID)
+	assert.Equal(t, int64(3), *got[0].Token.Rarity.Rank)
+	assert.Nil(t, got[1].Token)
+	assert.ErrorIs(t, got[1].Err, ErrNotFound)
+	assert.ErrorIs(t, got[2].Err, ErrBadRequest)
+	var e *Error
+	require.ErrorAs(t, got[2].Err, &e)
+	assert.Equal(t, "bad address", e.Message)
+}
+
+// TestStrictDecoding: by default a field the client does not know is
+// ignored; WithStrictDecoding makes it an error.
+func TestStrictDecoding(t *testing.T) {
+	body := `{"data":{"collectionId":"c","askFloor":null,"buyerFloor":null,"aggregated":true,"updatedAt":"2026-11-25T03:00:00.000Z","stale":false,"fees":null,"buyerPrice":null,"asOf":null,"depth":3}}`
+	tests := []struct {
+		name    string
+		opts    []Option
+		wantErr bool
+	}{
+		{"lenient by default", nil, false},
+		{"strict", []Option{WithStrictDecoding()}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _ := newTest(t, func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, body) }, tc.opts...)
+			f, err := c.Floor(context.Background(), "c")
+			if tc.wantErr {
+				assert.ErrorContains(t, err, `unknown field "depth"`)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, "c", f.CollectionID)
+		})
+	}
 }
