@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -283,12 +285,21 @@ func TestFloor(t *testing.T) {
 // TestCollectionsUnknownIndexIs502: with no collection known at all (the
 // collection index never read), the unfiltered first page is 502
 // upstream_error, never an empty 200; a chain filter matching nothing is a
-// legitimate empty 200.
+// legitimate empty 200. That start-up state is logged once, at info, not
+// as an error per request.
 func TestCollectionsUnknownIndexIs502(t *testing.T) {
 	h := MustHarness(t, nil)
+	var logs bytes.Buffer
+	h.srv.log = zerolog.New(&logs)
 	for k := range h.r.browse {
 		delete(h.r.browse, k)
 	}
+	defer func() {
+		lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+		require.Len(t, lines, 1, "one line for both 502s: %s", logs.String())
+		assert.Contains(t, lines[0], `"level":"info"`)
+		assert.Contains(t, lines[0], "no collection index read yet")
+	}()
 	tests := []struct {
 		name, query string
 		status      int

@@ -80,10 +80,17 @@ func status(rt *route, err error) (int, readmodel.Code, string) {
 
 // writeError answers err as SPEC §7's error body {error:{code,message}}
 // with Cache-Control: no-store and the CORS headers. Node failures are
-// logged here (the top of the request); client errors are not.
+// logged here (the top of the request); client errors are not, and the
+// start-up state (errIndexUnknown) only once.
 func (s *Server) writeError(c *fiber.Ctx, rt *route, err error) {
 	st, code, msg := status(rt, err)
-	if c := readmodel.ErrorCode(err); c == readmodel.Internal || c == readmodel.UpstreamError {
+	if errors.Is(err, errIndexUnknown) {
+		// A node that has not read the collection index yet is starting,
+		// not failing: said once, at info.
+		if s.startingSaid.CompareAndSwap(false, true) {
+			s.log.Info().Int("status", st).Msg("no collection index read yet: GET /v1/collections answers 502 until the first cycle brings it")
+		}
+	} else if c := readmodel.ErrorCode(err); c == readmodel.Internal || c == readmodel.UpstreamError {
 		var fe *fiber.Error
 		var me *methodError
 		if !errors.As(err, &fe) && !errors.As(err, &me) {

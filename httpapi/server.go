@@ -77,6 +77,9 @@ type Server struct {
 	memo         *pageMemo             // bodies of hot pages; nil: every page is built
 	resp         *pageMemo             // whole responses of prepared routes (prepared.go)
 	stamp        atomic.Pointer[stamp] // the last time slot written
+	// startingSaid: the start-up state (no collection index read yet)
+	// was logged; it is logged once, not per request.
+	startingSaid atomic.Bool
 }
 
 // New builds the public API over r. It fails when a rate is negative, the
