@@ -97,7 +97,7 @@ func TestReadmeExamplesRunVerbatim(t *testing.T) {
 		script.WriteString(addrs.Replace(c) + "\n")
 		script.WriteString("printf '\\n<<<\\n'\n")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-c", script.String())
 	out, err := cmd.CombinedOutput()
