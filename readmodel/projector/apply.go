@@ -84,6 +84,17 @@ type applier struct {
 	bucketToks map[string]map[string]bool
 	statuses   map[string]*statusInput // stored statuses read or written in this transaction, by source and collection
 
+	// Inputs of other subjects than collection states that applying
+	// changed, written at save (batch.go).
+	statusSaves  map[string]bool  // statuses keys put
+	polled       map[string]int64 // poll times read or put, unix ms
+	polledSaves  map[string]bool
+	rates        readmodel.USDRates
+	ratesRead    bool
+	ratesChanged bool
+	quoteChanged bool
+	jobQueued    bool
+
 	// Applying a message only marks what it makes stale (mark,
 	// touchToken); finish renders it once for the whole batch. held (a
 	// replay build) keeps the collection renders in coll past finish: the
@@ -237,65 +248,11 @@ func (a *applier) rows(src readmodel.Source, cid string) (*rowsInput, error) {
 	return st.Rows(src)
 }
 
-// memoGet returns the input of kind stored under (src, cid), nil when
-// none, reading and decoding it at most once per transaction: memo holds
-// what this transaction read or wrote (memoPut).
-func memoGet[T any](a *applier, memo *map[string]*T, kind store.InputKind, src readmodel.Source, cid string) (*T, error) {
-	k := string(src) + "\x00" + cid
-	if v, ok := (*memo)[k]; ok {
-		return v, nil
-	}
-	v, err := input[T](a.tx, kind, string(src), cid)
-	if err != nil {
-		return nil, err
-	}
-	if *memo == nil {
-		*memo = map[string]*T{}
-	}
-	(*memo)[k] = v
-	return v, nil
-}
-
-// memoPut stores v under (src, cid) and keeps memo current.
-func memoPut[T any](a *applier, memo *map[string]*T, kind store.InputKind, src readmodel.Source, cid string, v *T) {
-	a.tx.Put(kind, v, string(src), cid)
-	if *memo == nil {
-		*memo = map[string]*T{}
-	}
-	(*memo)[string(src)+"\x00"+cid] = v
-}
-
 func (a *applier) ver() uint64 {
 	if a.version == 0 {
 		a.version = a.tx.NextVersion()
 	}
 	return a.version
-}
-
-// putQuote records the USD quote the store fills prepared bodies with, from
-// the stored rates and the price feed's latest status (feedOK, or the
-// stored one when nil).
-func (a *applier) putQuote(feedOK *bool) error {
-	r, err := input[readmodel.USDRates](a.tx, store.InRates)
-	if err != nil {
-		return err
-	}
-	var rates readmodel.USDRates
-	if r != nil {
-		rates = *r
-	}
-	ok := true
-	if feedOK != nil {
-		ok = *feedOK
-	} else {
-		st, err := a.status(readmodel.SourcePriceFeed, "")
-		if err != nil {
-			return err
-		}
-		ok = st == nil || st.Status.OK
-	}
-	a.tx.PutQuote(rates, ok)
-	return nil
 }
 
 // tmpl turns a rendered body (usd null) into a prepared one with USD slots.
@@ -329,11 +286,19 @@ func (a *applier) status(src readmodel.Source, cid string) (*statusInput, error)
 // those for its source-wide one, which at 100,000 collections made status
 // reads about a twelfth of a replay's CPU. putStatus keeps the memo current.
 func (a *applier) storedStatus(src readmodel.Source, cid string) (*statusInput, error) {
-	return memoGet(a, &a.statuses, store.InStatus, src, cid)
-}
-
-func (a *applier) putStatus(src readmodel.Source, cid string, st statusInput) {
-	memoPut(a, &a.statuses, store.InStatus, src, cid, &st)
+	k := string(src) + "\x00" + cid
+	if v, ok := a.statuses[k]; ok {
+		return v, nil
+	}
+	v, err := input[statusInput](a.tx, store.InStatus, string(src), cid)
+	if err != nil {
+		return nil, err
+	}
+	if a.statuses == nil {
+		a.statuses = map[string]*statusInput{}
+	}
+	a.statuses[k] = v
+	return v, nil
 }
 
 func failed(s *statusInput) bool { return s != nil && !s.Status.OK }
@@ -351,7 +316,7 @@ func failed(s *statusInput) bool { return s != nil && !s.Status.OK }
 // sends no healthy status for a collection it delivered rows of.
 func (a *applier) renderHealed(msg *readmodel.Message) error {
 	cid, parts := msg.CollectionID, kindParts[msg.Kind]
-	st, err := a.storedStatus(msg.Source, cid)
+	st, err := a.loadedStatus(msg.Source, cid)
 	if err != nil {
 		return err
 	}
@@ -392,12 +357,9 @@ func (a *applier) renderBefore(msg *readmodel.Message) error {
 // nothing: renderBefore and finish do.
 func (a *applier) apply(msg *readmodel.Message) error {
 	cid := msg.CollectionID
-	if cid != "" {
-		a.tx.Register(cid)
-	}
 	switch msg.Kind {
 	case readmodel.KindCollection:
-		st, err := a.state(cid)
+		st, err := a.loaded(cid)
 		if err != nil {
 			return err
 		}
@@ -406,7 +368,7 @@ func (a *applier) apply(msg *readmodel.Message) error {
 		st.setDoc(&doc)
 		return a.mark(cid, kindParts[msg.Kind])
 	case readmodel.KindStats, readmodel.KindAnalytics, readmodel.KindListings:
-		st, err := a.state(cid)
+		st, err := a.loaded(cid)
 		if err != nil {
 			return err
 		}
@@ -430,7 +392,7 @@ func (a *applier) apply(msg *readmodel.Message) error {
 	case readmodel.KindStatus:
 		var wasFailed bool
 		if cid != "" && msg.Status.OK {
-			prev, err := a.status(msg.Source, cid)
+			prev, err := a.latestStatus(msg.Source, cid)
 			if err != nil {
 				return err
 			}
@@ -441,7 +403,7 @@ func (a *applier) apply(msg *readmodel.Message) error {
 			// An ingest that restarted does not know when the source last
 			// answered well; the views do, and the last good rows stay
 			// servable for the retention after it (SPEC §4), so keep it.
-			prev, err := a.storedStatus(msg.Source, cid)
+			prev, err := a.loadedStatus(msg.Source, cid)
 			if err != nil {
 				return err
 			}
@@ -463,9 +425,9 @@ func (a *applier) apply(msg *readmodel.Message) error {
 		if cid == "" {
 			switch msg.Source {
 			case readmodel.SourcePriceFeed:
-				return a.putQuote(&msg.Status.OK)
+				a.quoteChanged = true
 			case readmodel.SourceOrderBook, readmodel.SourceIndexerMirror, readmodel.SourceIndexerStats, readmodel.SourceAnalytics:
-				return a.queueJob()
+				a.jobQueued = true // every collection's views: a re-render job
 			}
 			return nil
 		}
@@ -474,8 +436,8 @@ func (a *applier) apply(msg *readmodel.Message) error {
 		}
 		return nil
 	case readmodel.KindRates:
-		a.tx.Put(store.InRates, msg.Rates)
-		return a.putQuote(nil)
+		a.rates, a.ratesRead, a.ratesChanged, a.quoteChanged = msg.Rates, true, true, true
+		return nil
 	case readmodel.KindTokens:
 		return a.applyTokens(msg)
 	case readmodel.KindSales:
@@ -483,13 +445,6 @@ func (a *applier) apply(msg *readmodel.Message) error {
 	case readmodel.KindPolled:
 		return a.applyPolled(msg)
 	}
-	return nil
-}
-
-// queueJob queues a re-render of every collection's views; a newer one
-// restarts the walk so every collection sees the latest change.
-func (a *applier) queueJob() error {
-	a.tx.Put(store.InJob, job{}, jobName)
 	return nil
 }
 

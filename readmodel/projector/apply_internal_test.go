@@ -79,7 +79,7 @@ func applyDeferred(t *testing.T, st *store.Store, seq uint64, msg *readmodel.Mes
 	t.Helper()
 	require.NoError(t, st.Update(context.Background(), func(tx *store.Tx) error {
 		a := &applier{tx: tx, now: msg.ObservedAt, seq: seq}
-		if err := a.apply(msg); err != nil {
+		if err := applyOne(a, msg); err != nil {
 			return err
 		}
 		if a.coll != nil {
@@ -135,7 +135,7 @@ func TestBucketInOneTransaction(t *testing.T) {
 			require.NoError(t, st.Update(context.Background(), func(tx *store.Tx) error {
 				a := &applier{tx: tx, now: t0, seq: 1}
 				for _, m := range tt.msgs {
-					if err := a.apply(m); err != nil {
+					if err := applyOne(a, m); err != nil {
 						return err
 					}
 				}
@@ -266,14 +266,14 @@ func TestTokenViewsWrittenTogetherMatchOneByOne(t *testing.T) {
 	// Alone: the same messages, each token view rendered as it comes.
 	require.NoError(t, alone.Update(ctx, func(tx *store.Tx) error {
 		a := &applier{tx: tx, now: t0, seq: 1}
-		if err := a.apply(book); err != nil {
+		if err := applyOne(a, book); err != nil {
 			return err
 		}
 		if err := a.finish(); err != nil {
 			return err
 		}
 		a.seq = 2
-		if err := a.apply(&readmodel.Message{Kind: readmodel.KindTokens, CollectionID: cid, Bucket: 1, Buckets: 1, ObservedAt: t0, Tokens: docs}); err != nil {
+		if err := applyOne(a, &readmodel.Message{Kind: readmodel.KindTokens, CollectionID: cid, Bucket: 1, Buckets: 1, ObservedAt: t0, Tokens: docs}); err != nil {
 			return err
 		}
 		return a.finish()
@@ -324,11 +324,11 @@ func TestApplyRendersNothing(t *testing.T) {
 	var marked []string
 	require.NoError(t, st.Update(ctx, func(tx *store.Tx) error {
 		a := &applier{tx: tx, now: doc.ObservedAt, seq: 1}
-		if err := a.apply(doc); err != nil {
+		if err := applyOne(a, doc); err != nil {
 			return err
 		}
 		marked = a.coll.ids()
-		return a.saveStates()
+		return a.save()
 	}))
 	assert.Equal(t, []string{cid}, marked)
 	_, err := st.Collection(ctx, cid)
@@ -339,7 +339,7 @@ func TestApplyRendersNothing(t *testing.T) {
 
 	require.NoError(t, st.Update(ctx, func(tx *store.Tx) error {
 		a := &applier{tx: tx, now: doc.ObservedAt, seq: 1}
-		if err := a.apply(doc); err != nil {
+		if err := applyOne(a, doc); err != nil {
 			return err
 		}
 		return a.finish()
@@ -347,4 +347,12 @@ func TestApplyRendersNothing(t *testing.T) {
 	v, err := st.Collection(ctx, cid)
 	require.NoError(t, err)
 	assert.Equal(t, cid, v.ID, "rendered at finish")
+}
+
+// applyOne loads what msg needs and applies it, as a batch does.
+func applyOne(a *applier, msg *readmodel.Message) error {
+	if err := a.load(msg); err != nil {
+		return err
+	}
+	return a.apply(msg)
 }

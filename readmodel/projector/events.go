@@ -99,7 +99,7 @@ func (a *applier) feed(msg *readmodel.Message) error {
 // feedSale appends a sale event for row, the i-th new sale of the message
 // being applied, which the store added as ref, and remembers its orderId.
 func (a *applier) feedSale(cid string, i int, row *readmodel.SaleRow, ref store.SaleRef) error {
-	st, err := a.state(cid)
+	st, err := a.loaded(cid)
 	if err != nil {
 		return err
 	}

@@ -25,14 +25,14 @@ func (a *applier) applyPolled(msg *readmodel.Message) error {
 		return nil
 	}
 	ms := p.At.UnixMilli()
-	old, err := a.tx.GetRaw(store.InPolled, p.Poll)
+	old, err := a.loadedPolled(p.Poll)
 	if err != nil {
 		return err
 	}
-	if polledMs(old) >= ms {
+	if old >= ms {
 		return nil // never backwards (a replayed older message)
 	}
-	a.tx.PutRaw(store.InPolled, binary.BigEndian.AppendUint64(nil, uint64(ms)), p.Poll)
+	a.putPolled(p.Poll, ms)
 	return nil
 }
 
@@ -40,8 +40,7 @@ func (a *applier) applyPolled(msg *readmodel.Message) error {
 // unknown): the last good time of a collection that carries no status of
 // the poll's source, healthy until then.
 func (a *applier) pollSucceeded(poll string) (time.Time, error) {
-	raw, err := a.tx.GetRaw(store.InPolled, poll)
-	ms := polledMs(raw)
+	ms, err := a.loadedPolled(poll)
 	if err != nil || ms == 0 {
 		return time.Time{}, err
 	}

@@ -614,6 +614,9 @@ func (p *Projector) applyLocked(ctx context.Context, i int, ds []decoded) error 
 				if a.now.IsZero() {
 					a.now = p.opts.Now()
 				}
+				if err := a.load(d.msg); err != nil {
+					return err
+				}
 				if err := a.renderBefore(d.msg); err != nil {
 					return err
 				}
@@ -687,7 +690,7 @@ func (p *Projector) rerender(tx *store.Tx, now time.Time, ids []string, parts in
 			return err
 		}
 	}
-	return a.saveStates() // a render records the last good buyer floor and the detail's history
+	return a.save() // a render records the last good buyer floor and the detail's history
 }
 
 func (p *Projector) runJob(ctx context.Context) error {
@@ -755,7 +758,7 @@ func (p *Projector) renderHeldLocked(ctx context.Context) error {
 			if err := a.renderMarked(ids[:n]); err != nil {
 				return err
 			}
-			return a.saveStates()
+			return a.save()
 		})
 		if err != nil {
 			return err

@@ -355,11 +355,23 @@ func (s *collState) encode() (store.CollectionState, error) {
 }
 
 // finish renders what the transaction's messages marked (flush) and saves
-// the collection states they changed: the last step before a batch's
-// transaction commits.
+// what they changed: the last step before a batch's transaction commits.
 func (a *applier) finish() error {
 	if err := a.flush(); err != nil {
 		return err
+	}
+	return a.save()
+}
+
+// save writes what the transaction changed: the inputs of other subjects
+// (saveInputs) and the collection states (saveStates). Every collection a
+// message or render of the transaction read is registered.
+func (a *applier) save() error {
+	if err := a.saveInputs(); err != nil {
+		return err
+	}
+	for cid := range a.states {
+		a.tx.Register(cid)
 	}
 	return a.saveStates()
 }

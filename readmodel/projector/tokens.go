@@ -59,7 +59,7 @@ func (a *applier) putTokenMemo(k string, t *store.TokenRecord) {
 // hashes and buckets now, an address's blocks read once a transaction.
 func (a *applier) applyTokens(msg *readmodel.Message) error {
 	cid := msg.CollectionID
-	st, err := a.state(cid)
+	st, err := a.loaded(cid)
 	if err != nil {
 		return err
 	}
