@@ -18,14 +18,14 @@
 // damaged stream would leave a partial index), and the views are
 // incomplete until a full ingest cycle (gaps.go).
 //
-// A batch's walk through this package: for each message, renderBefore
-// (rarely anything), apply (apply.go: the message changes its
-// collection's state, state.go, and marks what it makes stale), feed
-// (events.go: the change feed diffs the new listing set); then finish
-// renders each marked collection once (collection.go, listings.go,
-// floor.go, tokens.go) and saves each changed state with its feed events
-// (saveStates). The store is reached through the two small interfaces of
-// tx.go.
+// A batch's walk through this package: for each message, load (batch.go:
+// its collection's state, state.go, and the few other inputs it reads),
+// renderBefore (rarely anything), apply (apply.go: the message changes
+// that state in memory and marks what it makes stale), feed (events.go:
+// the change feed diffs the new listing set); then finish renders each
+// marked collection once (collection.go, listings.go, floor.go,
+// tokens.go) and saves what changed (save). The store is reached through
+// the two small interfaces of tx.go.
 //
 // View rules (SPEC §2, §4) are in readmodel's pure functions
 // (readmodel/project.go); this package decides what to re-render when an
