@@ -99,10 +99,11 @@ type applier struct {
 	// touchToken); finish renders it once for the whole batch. held (a
 	// replay build) keeps the collection renders in coll past finish: the
 	// build renders them once at its end (Projector.renderHeldLocked).
-	held     bool
-	drained  bool            // held renders were just drained: render this batch's in its transaction
-	coll     *pending        // collection renders marked
-	dirtyTok map[string]bool // token keys marked
+	held      bool
+	drained   bool                 // held renders were just drained: render this batch's in its transaction
+	coll      *pending             // collection renders marked
+	tokenMsgs []*readmodel.Message // tokens messages applied, to index at flush (indexTokens)
+	dirtyTok  map[string]bool      // token keys marked
 }
 
 // pending is the collection renders an applier has marked: the
@@ -199,6 +200,9 @@ func (a *applier) touchToken(k string) error {
 // when not held), in a deterministic order, each collection as of its
 // last message.
 func (a *applier) flush() error {
+	if err := a.indexTokens(); err != nil {
+		return err
+	}
 	if a.coll != nil && !a.held {
 		if err := a.renderMarked(a.coll.ids()); err != nil {
 			return err
@@ -439,7 +443,14 @@ func (a *applier) apply(msg *readmodel.Message) error {
 		a.rates, a.ratesRead, a.ratesChanged, a.quoteChanged = msg.Rates, true, true, true
 		return nil
 	case readmodel.KindTokens:
-		return a.applyTokens(msg)
+		// The token blocks are an index of the whole market (an address's
+		// tokens may be several collections'): the batch indexes its
+		// tokens messages, in order, when it finishes (indexTokens).
+		if _, err := a.loaded(cid); err != nil {
+			return err
+		}
+		a.tokenMsgs = append(a.tokenMsgs, msg)
+		return nil
 	case readmodel.KindSales:
 		return a.applySales(msg)
 	case readmodel.KindPolled:

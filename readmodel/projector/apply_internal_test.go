@@ -85,6 +85,9 @@ func applyDeferred(t *testing.T, st *store.Store, seq uint64, msg *readmodel.Mes
 		if a.coll != nil {
 			collections = a.coll.ids()
 		}
+		if err := a.indexTokens(); err != nil {
+			return err
+		}
 		for k := range a.dirtyTok {
 			tokens = append(tokens, k)
 		}

@@ -42,6 +42,18 @@ func (a *applier) putTokenMemo(k string, t *store.TokenRecord) {
 	a.toks[k] = t
 }
 
+// indexTokens applies the tokens messages the batch applied, in order,
+// to the token index.
+func (a *applier) indexTokens() error {
+	for _, m := range a.tokenMsgs {
+		if err := a.applyTokens(m); err != nil {
+			return err
+		}
+	}
+	a.tokenMsgs = nil
+	return nil
+}
+
 // applyTokens applies a tokens message: the complete token set of bucket
 // msg.Bucket of its collection. A token whose stored record (its hash and
 // bucket; the token blocks hold them) is the one this document would
