@@ -87,7 +87,7 @@ func (s *Server) getCollections(c *fiber.Ctx, rt *route, rq request) error {
 		return errIndexUnknown
 	}
 	setJSON(c)
-	if writeCache(c, rt, s.newETag("collections").str(bind).str(after).version(page.Version).num(page.USD)) {
+	if writeCache(c, rt, s.newETag("collections").str(bind).str(after).num(uint64(limit)).version(page.Version).num(page.USD)) {
 		return nil
 	}
 	var kb [160]byte

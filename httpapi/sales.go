@@ -47,7 +47,7 @@ func (s *Server) getSales(c *fiber.Ctx, rt *route, rq request) error {
 		return err
 	}
 	setJSON(c)
-	tag := s.newETag("sales").str(cv.ID).str(after).version(page.Version).num(page.USD)
+	tag := s.newETag("sales").str(cv.ID).str(after).num(uint64(limit)).version(page.Version).num(page.USD)
 	if writeCache(c, rt, tag) {
 		return nil
 	}
