@@ -44,6 +44,7 @@ type fakeReader struct {
 	// was cut, SPEC sales rule 2) while keeping the position.
 	salesDrop bool
 	browse    map[string][][]byte // key sort|chain
+	browseVer uint64              // the version of every browse page
 	tokens    map[string]render.TokenView
 	// tokensUnversioned makes TokensVersion answer not ok, as views
 	// being rebuilt do.
@@ -74,6 +75,7 @@ func newFakeReader() *fakeReader {
 		sales:       map[string][][]byte{},
 		salesVer:    1,
 		browse:      map[string][][]byte{},
+		browseVer:   7,
 		tokens:      map[string]render.TokenView{},
 		errs:        map[string]error{},
 		calls:       map[string]int{},
@@ -218,7 +220,7 @@ func (f *fakeReader) Browse(_ context.Context, sort readmodel.Sort, chain readmo
 		start = n
 	}
 	end := min(start+limit, len(all))
-	p := render.Page{Version: 7, USD: f.pageUSD, Items: all[start:end]}
+	p := render.Page{Version: f.browseVer, USD: f.pageUSD, Items: all[start:end]}
 	if end < len(all) {
 		p.HasMore, p.Next = true, strconv.Itoa(end)
 	}
