@@ -20,8 +20,9 @@ import (
 // every cycle without the view changing, so it is resolved here, per
 // request, against the polls' latest successes (Reader.PollTimes): a few loads
 // and a comparison, the time formatted into the response buffer.
-// ETags and page memo keys include the resolved value, so a revalidation
-// sees a moved asOf as a change.
+// Each response's identity (identity.go) declares the resolved value, so
+// its ETag and memo key move with it: a revalidation sees a moved asOf as
+// a change.
 
 // pollTimes returns the latest poll successes (Reader.PollTimes).
 func (s *Server) pollTimes(ctx context.Context) *render.PollTimes {

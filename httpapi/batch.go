@@ -3,16 +3,12 @@ package httpapi
 import (
 	"encoding/json"
 	"strings"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/marketd/marketd/readmodel"
 	"github.com/marketd/marketd/readmodel/render"
 )
-
-// memoTokens is the page memo's kind for batch token bodies.
-const memoTokens cursorKind = 'T'
 
 // MaxBatchTokens is the most ids one GET /v1/tokens request may name.
 const MaxBatchTokens = 50
@@ -74,52 +70,60 @@ func (s *Server) getTokens(c *fiber.Ctx, rt *route, rq request) error {
 	}
 
 	ctx := c.UserContext()
-	// asOf depends on the chain only (tokenAsOf): read once per chain.
+	// asOf depends on the chain alone (tokenAsOf): resolved once per
+	// chain as the request spells it, read as validToken reads it (0: no
+	// such chain).
 	var asOfs [8]struct {
-		chain readmodel.Chain
-		at    int64
+		text string
+		at   int64
 	}
 	nAsOf := 0
-	asOfOf := func(chain readmodel.Chain) int64 {
+	asOfOf := func(text string) int64 {
 		for i := 0; i < nAsOf; i++ {
-			if asOfs[i].chain == chain {
+			if asOfs[i].text == text {
 				return asOfs[i].at
 			}
 		}
-		at := s.tokenAsOf(ctx, chain)
+		var at int64
+		if chain, ok := readmodel.ParseChain(strings.ToLower(text)); ok {
+			at = s.tokenAsOf(ctx, chain)
+		}
 		if nAsOf < len(asOfs) {
-			asOfs[nAsOf].chain, asOfs[nAsOf].at = chain, at
+			asOfs[nAsOf].text, asOfs[nAsOf].at = text, at
 			nAsOf++
 		}
 		return at
 	}
-	// A batch's body is a pure function of the ids, the tokens' views
-	// (TokensVersion says none changed), the asOf of each chain and the
-	// clock (a listing's expiry, or the millisecond when a body embeds the
-	// read time). A repeated request is answered from the page memo
-	// without reading a token, until one of those moves.
+	// What the batch is: the ids as asked and the asOf of each one's
+	// chain (from the polls, before any token is read); below, each
+	// token's view version and USD quote, and when the clock alone
+	// changes it (its Until). A timed body's time slots are the
+	// request's, in no identity. A repeated request is answered from the
+	// page memo without validating an id or reading a token, under the
+	// identity declared before the reads guarded by TokensVersion (which
+	// moves with every token view), until the clock passes the body's
+	// bound.
 	var kb [4096]byte
-	key := newMemoKey(kb[:0], memoTokens).str(raw)
-	versioned := s.memo != nil
-	if versioned {
-		var v uint64
-		if v, versioned = s.r.TokensVersion(); versioned {
-			key = key.num(v)
-			for _, p := range parts {
-				key = key.num(uint64(asOfOf(readmodel.Chain(p.chain))))
-			}
-		}
+	id := newIdentity(kb[:0], identTokens).str(raw)
+	for _, p := range parts {
+		id = id.num(uint64(asOfOf(p.chain)))
 	}
-	versioned = versioned && s.memo != nil
-	nowNs := now.UnixNano()
+	pre := id // declared before the reads
+	var guard uint64
+	guarded := false
+	if s.memo != nil {
+		guard, guarded = s.r.TokensVersion()
+	}
 	var h uint64
-	if versioned {
+	if guarded {
+		// In place after pre's bytes, which the declarations below
+		// overwrite: rememberPage's is written anew.
 		var e *memoEntry
-		if e, h = s.memo.lookup(key, nowNs); e != nil {
+		if e, h = s.memo.lookup(pre.guarded(nil, guard), now.UnixNano()); e != nil {
 			setJSON(c)
 			if tag := (etag{h: e.tag, valid: true}); !writeCache(c, rt, tag) {
 				c.Response().SetBodyRaw(e.body)
-				s.keep(c, rq, tag, e.expires, nil, rt.cacheControl, rt.cdnCacheControl)
+				s.keepTagged(c, rq, tag, e.expires, nil, rt.cacheControl, rt.cdnCacheControl)
 			}
 			return nil
 		}
@@ -131,9 +135,6 @@ func (s *Server) getTokens(c *fiber.Ctx, rt *route, rq request) error {
 	}
 	var answersBuf [MaxBatchTokens]answer
 	answers := answersBuf[:len(parts)]
-	tag := s.newETag("tokens")
-	timed := false
-	var until int64 // the earliest view's Until; 0: none
 	for i, p := range parts {
 		a := &answers[i]
 		chain, address, err := validToken(p.chain, p.address, p.tokenID)
@@ -144,23 +145,11 @@ func (s *Server) getTokens(c *fiber.Ctx, rt *route, rq request) error {
 			}
 		}
 		if a.err = err; err != nil {
-			tag.valid = false // an error item is not versioned: no ETag, no 304
+			id = id.unversioned() // an error item: no ETag, no 304
 			continue
 		}
-		a.asOf = asOfOf(chain)
-		timed = timed || a.tv.Body.Timed
-		if u := a.tv.Until; u != 0 && (until == 0 || u < until) {
-			until = u
-		}
-		tag = tag.str(string(chain)).str(address).str(p.tokenID).version(a.tv.Version).num(a.tv.USD).num(uint64(a.asOf))
-	}
-	// The response memo writes each request's time into the slots; the
-	// page memo, which keeps bodies whole, only within the millisecond.
-	pageUntil := until
-	if timed { // the body embeds the read time, to the millisecond
-		if end := (now.UnixMilli() + 1) * int64(time.Millisecond); pageUntil == 0 || end < pageUntil {
-			pageUntil = end
-		}
+		a.asOf = asOfOf(p.chain)
+		id = id.version(a.tv.Version).num(a.tv.USD).expires(a.tv.Until)
 	}
 	var slotsBuf [MaxBatchTokens]int
 	slots := slotsBuf[:0]
@@ -187,16 +176,15 @@ func (s *Server) getTokens(c *fiber.Ctx, rt *route, rq request) error {
 		resp.AppendBody(b)
 	}
 	resp.AppendBodyString("]}")
-	if tag.valid {
-		if versioned {
-			s.memo.putUntil(key, h, resp.Body(), tag.h, pageUntil)
-		}
-		// The body is built: on a match, writeCache empties it for the 304.
-		if !writeCache(c, rt, tag) {
-			s.keep(c, rq, tag, until, slots, rt.cacheControl, rt.cdnCacheControl)
-		}
-	} else {
-		writeCache(c, rt, etag{})
+	if guarded {
+		// Whole, so a timed body only within its millisecond; the
+		// response memo writes each request's time into the slots.
+		var gb [4096]byte
+		s.rememberPage(c, pre.guarded(gb[:0], guard), h, id, slots, now)
+	}
+	// The body is built: on a match, writeCache empties it for the 304.
+	if !writeCache(c, rt, s.tagOf(id)) {
+		s.keep(c, rq, id, slots, rt.cacheControl, rt.cdnCacheControl)
 	}
 	return nil
 }

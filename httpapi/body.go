@@ -79,30 +79,6 @@ func appendPagination(resp *fasthttp.Response, next []byte, hasMore bool) {
 	}
 }
 
-// pageFromMemo completes key with the minute a next cursor minted now
-// would expire and, when the page memo holds that body, makes it the
-// response's body and reports true. Otherwise the caller builds the body
-// and hands it to rememberPage with the returned hash.
-func (s *Server) pageFromMemo(c *fiber.Ctx, key memoKey, now time.Time) (memoKey, uint64, bool) {
-	if s.memo == nil {
-		return key, 0, false
-	}
-	key = key.num(uint64(s.cursors.expiry(now)))
-	body, h := s.memo.get(key)
-	if body == nil {
-		return key, h, false
-	}
-	c.Response().SetBodyRaw(body)
-	return key, h, true
-}
-
-// rememberPage offers the body just built for key to the page memo.
-func (s *Server) rememberPage(c *fiber.Ctx, key memoKey, h uint64) {
-	if s.memo != nil {
-		s.memo.put(key, h, c.Response().Body())
-	}
-}
-
 // writePage writes the envelope of a keyset-paged list (collections,
 // sales): the items, then pagination with a cursor of kind bound to bind
 // that resumes after page.Next. A page with HasMore but no position ends
@@ -112,7 +88,7 @@ func (s *Server) writePage(c *fiber.Ctx, page render.Page, kind cursorKind, bind
 	resp.AppendBodyString(`{"data":`)
 	appendItems(resp, page.Items)
 	var next []byte
-	hasMore := page.HasMore && page.Next != ""
+	hasMore := mints(page)
 	if hasMore {
 		var b [512]byte
 		next = s.cursors.appendCursor(b[:0], cursor{kind: kind, bind: bind, pos: page.Next}, now)
@@ -120,3 +96,7 @@ func (s *Server) writePage(c *fiber.Ctx, page render.Page, kind cursorKind, bind
 	appendPagination(resp, next, hasMore)
 	resp.AppendBodyString("}")
 }
+
+// mints reports whether writePage mints a next cursor for page (its
+// identity then declares mintsCursor).
+func mints(page render.Page) bool { return page.HasMore && page.Next != "" }

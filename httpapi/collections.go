@@ -64,6 +64,7 @@ func (s *Server) getCollections(c *fiber.Ctx, rt *route, rq request) error {
 	}
 	bind := string(sort) + "|" + string(chain)
 	var after string
+	var cursorUntil int64 // the given cursor's expiry: then the same request is a 400
 	if text, ok := queryCursor(c); ok {
 		k, err := s.cursors.parse(text, cursorCollections, bind, now)
 		if err != nil {
@@ -72,7 +73,7 @@ func (s *Server) getCollections(c *fiber.Ctx, rt *route, rq request) error {
 		if k.pos == "" {
 			return errCursorBad
 		}
-		after = k.pos
+		after, cursorUntil = k.pos, k.expiresAt()
 	}
 	if err := s.indexUsable(c, now); err != nil {
 		return err
@@ -86,17 +87,24 @@ func (s *Server) getCollections(c *fiber.Ctx, rt *route, rq request) error {
 		// been read. That is unknown, not an empty market (SPEC §7: 502).
 		return errIndexUnknown
 	}
+	// What the page is: the query (sort, chain, position, size), the
+	// browse view's version and its USD quote; a next cursor is minted by
+	// the minute.
+	var kb [160]byte
+	id := newIdentity(kb[:0], cursorCollections).str(bind).str(after).num(uint64(limit)).version(page.Version).num(page.USD).expires(cursorUntil)
+	if mints(page) {
+		id = s.mintsCursor(id, now)
+	}
 	setJSON(c)
-	if writeCache(c, rt, s.newETag("collections").str(bind).str(after).num(uint64(limit)).version(page.Version).num(page.USD)) {
+	if writeCache(c, rt, s.tagOf(id)) {
 		return nil
 	}
-	var kb [160]byte
-	key, h, hit := s.pageFromMemo(c, newMemoKey(kb[:0], cursorCollections).str(bind).str(after).num(page.Version).num(page.USD).num(uint64(limit)), now)
+	h, hit := s.pageFromMemo(c, id.key, now)
 	if hit {
 		return nil
 	}
 	s.writePage(c, page, cursorCollections, bind, now)
-	s.rememberPage(c, key, h)
+	s.rememberPage(c, id.key, h, id, nil, now)
 	return nil
 }
 
@@ -114,15 +122,18 @@ func (s *Server) getCollection(c *fiber.Ctx, rt *route, rq request) error {
 	}
 	setJSON(c)
 	asOf := cv.AsOf.Resolve(s.pollTimes(c.UserContext()))
-	tag := s.newETag("collection").str(cv.ID).version(cv.Version).num(cv.USD).num(uint64(asOf))
-	if writeCache(c, rt, tag) {
+	// What the detail is: the collection, its view's version and USD
+	// quote, and its resolved asOf. A pure function of the views: no
+	// bound by the clock.
+	var kb [128]byte
+	id := newIdentity(kb[:0], identDetail).str(cv.ID).version(cv.Version).num(cv.USD).num(uint64(asOf))
+	if writeCache(c, rt, s.tagOf(id)) {
 		return nil
 	}
 	resp := c.Response()
 	resp.AppendBodyString(`{"data":`)
 	appendWithAsOf(resp, cv.Detail, len(`},"stale":false}`), asOf, false) // stats.asOf
 	resp.AppendBodyString("}")
-	// A pure function of the views: no bound by the clock.
-	s.keep(c, rq, tag, 0, nil, rt.cacheControl, rt.cdnCacheControl)
+	s.keep(c, rq, id, nil, rt.cacheControl, rt.cdnCacheControl)
 	return nil
 }

@@ -51,7 +51,7 @@ func (s *Server) getEvents(c *fiber.Ctx, rt *route, rq request) error {
 	}
 	var after uint64
 	var afterID string
-	var until int64 // the given cursor's expiry (keep); feed cursors have none
+	var cursorUntil int64 // the given cursor's expiry; feed cursors have none
 	if text, ok := queryCursor(c); ok {
 		k, err := s.cursors.parse(text, cursorEvents, cv.ID, now)
 		if err != nil {
@@ -61,32 +61,25 @@ func (s *Server) getEvents(c *fiber.Ctx, rt *route, rq request) error {
 			return errCursorBad
 		}
 		after, afterID = k.offset, k.pos
-		until = k.expiresAt()
+		cursorUntil = k.expiresAt()
 	}
-	// A full page after a cursor is immutable: its body is remembered
-	// (page memo) by what the request names, and served without a read.
-	tag := s.newETag("events").str(cv.ID).num(uint64(types)).num(after).str(afterID).num(uint64(limit))
+	// What the page is: the collection, the types and size asked and the
+	// position it starts after; below, for a page that can still change,
+	// the feed's newest event it reaches. A full page after a cursor is
+	// immutable: what the request names is all it depends on, so its body
+	// is remembered (page memo) by that and served without a read.
+	var kb [192]byte
+	id := newIdentity(kb[:0], cursorEvents).str(cv.ID).num(uint64(types)).num(after).str(afterID).num(uint64(limit)).expires(cursorUntil)
 	full := *rt
 	full.cacheControl, full.cdnCacheControl = immutableCacheControl, immutableCDNCacheControl
-	var kb [192]byte
-	key := newMemoKey(kb[:0], cursorEvents).str(cv.ID).num(uint64(types)).num(after).str(afterID).num(uint64(limit))
 	var h uint64
-	if s.memo != nil && after != 0 {
-		var body []byte
-		if body, h = s.memo.get(key); body != nil {
-			setJSON(c)
-			if !writeCache(c, &full, tag) {
-				c.Response().SetBodyRaw(body)
-				s.keep(c, rq, tag, until, nil, full.cacheControl, full.cdnCacheControl)
-			}
-			return nil
-		}
+	if after != 0 && s.answerFromPage(c, rq, &full, id, &h) {
+		return nil
 	}
 	page, err := s.r.Events(c.UserContext(), cv.ID, after, afterID, limit, types)
 	if err != nil {
 		return err
 	}
-	setJSON(c)
 	// The first page (no cursor) starts at the oldest event kept, which
 	// moves as old events are dropped: only a page after a cursor is fixed.
 	immutable := page.Full && after != 0
@@ -94,24 +87,17 @@ func (s *Server) getEvents(c *fiber.Ctx, rt *route, rq request) error {
 	if immutable {
 		cached = &full
 	} else {
-		tag = tag.num(page.Last).str(page.LastID)
+		id = id.num(page.Last).str(page.LastID)
 	}
 	// The head page after a cursor holds the events from the cursor to the
 	// feed's newest (Last): fixed once Last is, so it is remembered by it
 	// and built again only when the feed moves.
-	memoHead := !immutable && after != 0 && s.memo != nil
-	if memoHead {
-		key = key.num(page.Last).str(page.LastID)
-		var body []byte
-		if body, h = s.memo.get(key); body != nil {
-			if !writeCache(c, cached, tag) {
-				c.Response().SetBodyRaw(body)
-				s.keep(c, rq, tag, until, nil, cached.cacheControl, cached.cdnCacheControl)
-			}
-			return nil
-		}
+	memoHead := !immutable && after != 0
+	if memoHead && s.answerFromPage(c, rq, cached, id, &h) {
+		return nil
 	}
-	if writeCache(c, cached, tag) {
+	setJSON(c)
+	if writeCache(c, cached, s.tagOf(id)) {
 		return nil
 	}
 	resp := c.Response()
@@ -124,9 +110,30 @@ func (s *Server) getEvents(c *fiber.Ctx, rt *route, rq request) error {
 	}
 	appendPagination(resp, next, page.Full)
 	resp.AppendBodyString("}")
-	if (immutable && s.memo != nil) || memoHead {
-		s.memo.put(key, h, resp.Body())
+	if immutable || memoHead {
+		s.rememberPage(c, id.key, h, id, nil, now)
 	}
-	s.keep(c, rq, tag, until, nil, cached.cacheControl, cached.cdnCacheControl)
+	s.keep(c, rq, id, nil, cached.cacheControl, cached.cdnCacheControl)
 	return nil
+}
+
+// answerFromPage answers a feed page of identity id from the page memo
+// when it holds one (a 304 when If-None-Match matches), with rt's cache
+// headers, and reports whether it did; else *h is the hash to remember the
+// page built under.
+func (s *Server) answerFromPage(c *fiber.Ctx, rq request, rt *route, id identity, h *uint64) bool {
+	if s.memo == nil {
+		return false
+	}
+	e, hash := s.memo.lookup(id.key, rq.now.UnixNano())
+	*h = hash
+	if e == nil {
+		return false
+	}
+	setJSON(c)
+	if !writeCache(c, rt, s.tagOf(id)) {
+		c.Response().SetBodyRaw(e.body)
+		s.keep(c, rq, id, nil, rt.cacheControl, rt.cdnCacheControl)
+	}
+	return true
 }

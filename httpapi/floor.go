@@ -32,11 +32,16 @@ func (s *Server) getFloor(c *fiber.Ctx, rt *route, rq request) error {
 	}
 	setJSON(c)
 	asOf := fv.AsOf.Resolve(s.pollTimes(c.UserContext()))
-	tag := s.newETag("floor").str(cv.ID).version(cv.Version).version(fv.Version).num(fv.USD).num(uint64(asOf))
-	if fallback {
-		tag = tag.str("fallback")
+	// What the floor is: the collection, its view's and the floor view's
+	// versions, the USD quote, the resolved asOf and which of the two
+	// bodies is served; the prepared fallback takes over at FallbackAfter.
+	// updatedAt is the request's time (the time slot), in no identity.
+	var kb [128]byte
+	id := newIdentity(kb[:0], identFloor).str(cv.ID).version(cv.Version).version(fv.Version).num(fv.USD).num(uint64(asOf)).flag(fallback)
+	if !fallback && !fv.FallbackAfter.IsZero() {
+		id = id.expires(fv.FallbackAfter.UnixNano())
 	}
-	if writeCache(c, rt, tag) {
+	if writeCache(c, rt, s.tagOf(id)) {
 		return nil
 	}
 	resp := c.Response()
@@ -47,12 +52,6 @@ func (s *Server) getFloor(c *fiber.Ctx, rt *route, rq request) error {
 	}
 	s.appendTimedAsOf(resp, body, now, asOf, false)
 	resp.AppendBodyString("}")
-	// The clock's part: updatedAt (the time slot), and the fallback that
-	// takes over at FallbackAfter.
-	var until int64
-	if !fallback && !fv.FallbackAfter.IsZero() {
-		until = fv.FallbackAfter.UnixNano()
-	}
-	s.keep(c, rq, tag, until, timeAt, rt.cacheControl, rt.cdnCacheControl)
+	s.keep(c, rq, id, timeAt, rt.cacheControl, rt.cdnCacheControl)
 	return nil
 }

@@ -42,9 +42,10 @@ var (
 	headerCDNCacheControlBytes = []byte(headerCDNCacheControl)
 )
 
-// etag is a weak entity tag computed from what a body was built from (route,
-// canonical id, view versions, ...), never by hashing the body. A zero etag
-// means "none": a view without a version gets no ETag and no 304.
+// etag is a weak entity tag computed from what a body was built from (a
+// response's identity, Server.tagOf; the static documents' text), never by
+// hashing the body. A zero etag means "none": a view without a version
+// gets no ETag and no 304.
 type etag struct {
 	h     uint64
 	valid bool
@@ -53,14 +54,6 @@ type etag struct {
 // newETag starts an entity tag for route kind k of static content.
 func newETag(k string) etag {
 	return etag{h: fnvOffset, valid: true}.str(k)
-}
-
-// newETag starts an entity tag for route kind k of view content. View
-// versions are node-local, so the tag is salted per process: two nodes
-// (or one node before and after a restart) never produce the same tag for
-// different bodies; at worst a revalidation against another node is a 200.
-func (s *Server) newETag(k string) etag {
-	return etag{h: fnvOffset ^ s.etagSalt, valid: true}.str(k)
 }
 
 const (
@@ -76,26 +69,6 @@ func (e etag) str(s string) etag {
 	}
 	h ^= 0xff // separator
 	h *= fnvPrime
-	e.h = h
-	return e
-}
-
-// version mixes a view version in; version 0 (unknown) invalidates the tag.
-func (e etag) version(v uint64) etag {
-	if v == 0 {
-		e.valid = false
-	}
-	return e.num(v)
-}
-
-func (e etag) num(v uint64) etag {
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], v)
-	h := e.h
-	for _, x := range b {
-		h ^= uint64(x)
-		h *= fnvPrime
-	}
 	e.h = h
 	return e
 }

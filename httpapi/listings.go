@@ -38,7 +38,7 @@ func (s *Server) getListings(c *fiber.Ctx, rt *route, rq request) error {
 		return err
 	}
 	var offset, version uint64
-	var until int64 // when the clock changes this answer (keep); 0: never
+	var until int64 // when the clock changes this answer; 0: never
 	if text, ok := queryCursor(c); ok {
 		k, err := s.cursors.parse(text, cursorListings, cv.ID, now)
 		if err != nil {
@@ -69,10 +69,14 @@ func (s *Server) getListings(c *fiber.Ctx, rt *route, rq request) error {
 	live := func(i int) bool {
 		return i >= len(lv.ExpiresAt) || lv.ExpiresAt[i] == 0 || lv.ExpiresAt[i] > nowMs
 	}
-	var liveTotal, expired uint64
+	start := int(min(offset, uint64(len(items))))
+	var liveTotal, expired, fromStart uint64
 	for i := range items {
 		if live(i) {
 			liveTotal++
+			if i >= start {
+				fromStart++
+			}
 			if i < len(lv.ExpiresAt) && lv.ExpiresAt[i] != 0 {
 				until = earliest(until, lv.ExpiresAt[i]*int64(time.Millisecond))
 			}
@@ -83,6 +87,7 @@ func (s *Server) getListings(c *fiber.Ctx, rt *route, rq request) error {
 	if allFailed && liveTotal == 0 {
 		return errAllListFeeds
 	}
+	hasMore := fromStart > uint64(limit) // a live item lies after the page
 
 	listed, truncated := liveCount(&lv, liveTotal, nowMs)
 	if next := nextExpiry(lv.BeyondExpires, nowMs); next != 0 {
@@ -90,24 +95,30 @@ func (s *Server) getListings(c *fiber.Ctx, rt *route, rq request) error {
 	}
 	asOf := lv.AsOf.Resolve(s.pollTimes(c.UserContext()))
 
+	// What the page is: the collection and its view's version, the
+	// position and size asked, the snapshot's version and USD quote, how
+	// many of its items have expired (which fixes the live ones), how
+	// many are live beyond the ceiling and the resolved asOf. The clock
+	// changes it when the cursor asked with or a live listing expires,
+	// and a next cursor is minted by the minute.
+	var kb [160]byte
+	id := newIdentity(kb[:0], cursorListings).str(cv.ID).version(cv.Version).num(offset).num(uint64(limit)).
+		version(lv.Version).num(lv.USD).num(expired).num(listed).num(uint64(asOf)).expires(until)
+	if hasMore {
+		id = s.mintsCursor(id, now)
+	}
 	setJSON(c)
-	tag := s.newETag("listings").str(cv.ID).version(cv.Version).version(lv.Version).num(lv.USD).num(expired).num(offset).num(uint64(limit)).num(listed).num(uint64(asOf))
-	if writeCache(c, rt, tag) {
+	if writeCache(c, rt, s.tagOf(id)) {
 		return nil
 	}
-	// The body is a function of what the tag covers (the live items of a
-	// snapshot version are fixed by how many have expired) and the
-	// cursor's minute.
-	var kb [160]byte
-	key, h, hit := s.pageFromMemo(c, newMemoKey(kb[:0], cursorListings).str(cv.ID).num(cv.Version).num(lv.Version).num(lv.USD).num(expired).num(offset).num(uint64(limit)).num(listed).num(uint64(asOf)), now)
+	h, hit := s.pageFromMemo(c, id.key, now)
 	if hit {
-		// The remembered body's cursor, if any, was minted this minute.
-		s.keep(c, rq, tag, earliest(until, s.cursors.mintedUntil(now)), nil, rt.cacheControl, rt.cdnCacheControl)
+		s.keep(c, rq, id, nil, rt.cacheControl, rt.cdnCacheControl)
 		return nil
 	}
 	resp := c.Response()
 	resp.AppendBodyString(`{"data":[`)
-	n, i := 0, int(min(offset, uint64(len(items))))
+	n, i := 0, start
 	for ; i < len(items) && n < limit; i++ {
 		if !live(i) {
 			continue
@@ -119,18 +130,10 @@ func (s *Server) getListings(c *fiber.Ctx, rt *route, rq request) error {
 		n++
 	}
 	resp.AppendBodyString("]")
-	hasMore := false
-	for j := i; j < len(items); j++ {
-		if live(j) {
-			hasMore = true
-			break
-		}
-	}
 	var next []byte
 	if hasMore {
 		var b [512]byte
 		next = s.cursors.appendCursor(b[:0], cursor{kind: cursorListings, bind: cv.ID, offset: uint64(i), version: lv.Version}, now)
-		until = earliest(until, s.cursors.mintedUntil(now))
 	}
 	appendPagination(resp, next, hasMore)
 	appendSnapshot(resp, asOf, listed, truncated)
@@ -147,7 +150,7 @@ func (s *Server) getListings(c *fiber.Ctx, rt *route, rq request) error {
 		resp.AppendBodyString("]}")
 	}
 	resp.AppendBodyString("}")
-	s.rememberPage(c, key, h)
-	s.keep(c, rq, tag, until, nil, rt.cacheControl, rt.cdnCacheControl)
+	s.rememberPage(c, id.key, h, id, nil, now)
+	s.keep(c, rq, id, nil, rt.cacheControl, rt.cdnCacheControl)
 	return nil
 }

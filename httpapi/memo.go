@@ -9,19 +9,21 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// pageMemo remembers the bodies of recently written pages (listings, sales
-// and collections) so that a hot page is answered from one immutable
-// buffer (fasthttp's SetBodyRaw): no item is copied and no cursor is
-// signed per request. A page body is a pure function of its memo key: the
-// versions of the views it was built from, the page's position and size,
-// and the minute its next cursor expires (cursorCodec.expiry rounds to the
-// minute, so within a minute identical requests mint identical cursors).
+// pageMemo remembers the bodies of recently written pages (listings, sales,
+// collections, the change feed, batches of tokens) so that a hot page is
+// answered from one immutable buffer (fasthttp's SetBodyRaw): no item is
+// copied and no cursor is signed per request. A page body is a pure
+// function of its key, a response's identity (identity.go), until the
+// entry's expiry, that identity's bound by the clock (a next cursor's
+// minute: cursorCodec.expiry rounds to the minute, so within a minute
+// identical requests mint identical cursors).
 //
 // It is a direct-mapped table of atomic pointers: a lookup takes no lock,
 // and two keys that share a slot evict each other. A body is kept only
 // when its key misses twice in a row in its slot, so pages read once (a
-// crawler walking a large market) never pay for the copy. Safe for
-// concurrent use; a stored body is never modified.
+// crawler walking a large market) never pay for the copy; one that
+// expired is replaced by the next offer. Safe for concurrent use; a
+// stored body is never modified.
 type pageMemo struct {
 	seed         maphash.Seed
 	slots        []atomic.Pointer[memoEntry]
@@ -36,7 +38,7 @@ type memoEntry struct {
 	hash    uint64
 	key     string
 	body    []byte // nil: a candidate, missed once
-	tag     uint64 // the body's entity tag (lookup, putUntil)
+	tag     uint64 // the body's entity tag
 	expires int64  // unix nanoseconds the body is good until; 0: while its key holds
 	// The response memo's (prepared.go): where the request's time goes
 	// back into body (ascending offsets; none: nowhere), and the cache
@@ -75,25 +77,6 @@ func newMemo(reg *prometheus.Registry, name, help string) (*pageMemo, error) {
 	}, nil
 }
 
-// get returns the remembered body of key, or nil and the key's hash for a
-// later put.
-func (m *pageMemo) get(key []byte) (body []byte, hash uint64) {
-	hash = maphash.Bytes(m.seed, key)
-	e := m.slots[hash%memoSlots].Load()
-	if e != nil && e.body != nil && e.hash == hash && e.key == string(key) {
-		m.hits.Inc()
-		return e.body, hash
-	}
-	m.misses.Inc()
-	return nil, hash
-}
-
-// put offers the body just built for key (hash from get): the first offer
-// marks the key in its slot, the next one keeps a copy of body.
-func (m *pageMemo) put(key []byte, hash uint64, body []byte) {
-	m.putUntil(key, hash, body, 0, 0)
-}
-
 // lookup returns the entry of key whose body is good at now (unix
 // nanoseconds), or nil and the key's hash for a later keep. The entry is
 // shared: never modify it.
@@ -106,12 +89,6 @@ func (m *pageMemo) lookup(key []byte, now int64) (*memoEntry, uint64) {
 	}
 	m.misses.Inc()
 	return nil, hash
-}
-
-// putUntil is put of a body with its entity tag that is good until
-// expires (unix nanoseconds; 0: while its key holds).
-func (m *pageMemo) putUntil(key []byte, hash uint64, body []byte, tag uint64, expires int64) {
-	m.keep(key, hash, memoEntry{body: body, tag: tag, expires: expires})
 }
 
 // keep offers entry e for key (hash from lookup): the first offer marks
@@ -128,9 +105,8 @@ func (m *pageMemo) keep(key []byte, hash uint64, e memoEntry) {
 	}
 }
 
-// memoKey builds a page's memo key: the route's kind, then strings and
-// numbers, each length- or width-delimited so that no two argument lists
-// share a key.
+// memoKey builds a memo key: its kind, then strings and numbers, each
+// length- or width-delimited so that no two argument lists share a key.
 type memoKey []byte
 
 func newMemoKey(buf []byte, kind cursorKind) memoKey { return append(buf[:0], byte(kind)) }

@@ -169,15 +169,15 @@ func TestPageMemoConcurrent(t *testing.T) {
 					i %= 64 // a hot set, so that bodies are kept
 				}
 				k := keyOf(i)
-				body, h := m.get(k)
-				if body != nil {
-					if string(body) != string(bodyOf(i)) {
-						t.Errorf("key %d got body %s", i, body)
+				e, h := m.lookup(k, 0)
+				if e != nil {
+					if string(e.body) != string(bodyOf(i)) {
+						t.Errorf("key %d got body %s", i, e.body)
 						return
 					}
 					continue
 				}
-				m.put(k, h, bodyOf(i))
+				m.keep(k, h, memoEntry{body: bodyOf(i)})
 			}
 		}(w)
 	}

@@ -79,16 +79,26 @@ func (s *Server) servePrepared(c *fiber.Ctx, rq *request) bool {
 }
 
 // keep offers the success the handler has just written (status 200, its
-// body complete, the cache headers cc and cdn and the entity tag tag) to
-// the response memo, when rq consulted it. The response must be a
-// function of the request target, the views' version rq.ver and the
-// clock only up to until (unix nanoseconds; 0: no bound): a listing or
-// cursor that expires, a view's Until, a fallback that takes over.
-// timeAt are the body offsets, ascending, where appendTime wrote the
-// request's time (none: the body embeds it nowhere); the memo keeps the
-// body without them and writes each answer's own. A response without a
-// valid tag is not kept.
-func (s *Server) keep(c *fiber.Ctx, rq request, tag etag, until int64, timeAt []int, cc, cdn []byte) {
+// body complete, the cache headers cc and cdn) to the response memo, when
+// rq consulted it, with the ETag of its identity id, good until id's bound
+// by the clock. The response must be a function of the request target,
+// the views' version rq.ver and the clock only up to that bound (a
+// listing or cursor that expires, a view's Until, a fallback that takes
+// over). timeAt are the body offsets, ascending, where appendTime wrote
+// the request's time (none: the body embeds it nowhere); the memo keeps
+// the body without them and writes each answer's own. An untagged
+// response is not kept.
+func (s *Server) keep(c *fiber.Ctx, rq request, id identity, timeAt []int, cc, cdn []byte) {
+	if !rq.memo {
+		return
+	}
+	s.keepTagged(c, rq, s.tagOf(id), id.until, timeAt, cc, cdn)
+}
+
+// keepTagged is keep of a response answered from a page memo entry
+// without declaring its identity again (the batch's, found before any
+// token was read): its tag and bound are the entry's.
+func (s *Server) keepTagged(c *fiber.Ctx, rq request, tag etag, until int64, timeAt []int, cc, cdn []byte) {
 	if !rq.memo || !tag.valid || c.Response().StatusCode() != fiber.StatusOK {
 		return
 	}

@@ -28,9 +28,7 @@ func (s *Server) getSales(c *fiber.Ctx, rt *route, rq request) error {
 		return err
 	}
 	var after string
-	// The clock's part (keep): the next cursor's expiry, minted by the
-	// minute, and the given cursor's own.
-	until := s.cursors.mintedUntil(now)
+	var cursorUntil int64 // the given cursor's expiry: then the same request is a 400
 	if text, ok := queryCursor(c); ok {
 		k, err := s.cursors.parse(text, cursorSales, cv.ID, now)
 		if err != nil {
@@ -39,24 +37,29 @@ func (s *Server) getSales(c *fiber.Ctx, rt *route, rq request) error {
 		if k.pos == "" {
 			return errCursorBad
 		}
-		after = k.pos
-		until = earliest(until, k.expiresAt())
+		after, cursorUntil = k.pos, k.expiresAt()
 	}
 	page, err := s.r.Sales(c.UserContext(), cv.ID, after, limit)
 	if err != nil {
 		return err
 	}
+	// What the page is: the collection, the position and size asked, the
+	// sales view's version and its USD quote; a next cursor is minted by
+	// the minute.
+	var kb [160]byte
+	id := newIdentity(kb[:0], cursorSales).str(cv.ID).str(after).num(uint64(limit)).version(page.Version).num(page.USD).expires(cursorUntil)
+	if mints(page) {
+		id = s.mintsCursor(id, now)
+	}
 	setJSON(c)
-	tag := s.newETag("sales").str(cv.ID).str(after).num(uint64(limit)).version(page.Version).num(page.USD)
-	if writeCache(c, rt, tag) {
+	if writeCache(c, rt, s.tagOf(id)) {
 		return nil
 	}
-	var kb [160]byte
-	key, h, hit := s.pageFromMemo(c, newMemoKey(kb[:0], cursorSales).str(cv.ID).str(after).num(page.Version).num(page.USD).num(uint64(limit)), now)
+	h, hit := s.pageFromMemo(c, id.key, now)
 	if !hit {
 		s.writePage(c, page, cursorSales, cv.ID, now)
-		s.rememberPage(c, key, h)
+		s.rememberPage(c, id.key, h, id, nil, now)
 	}
-	s.keep(c, rq, tag, until, nil, rt.cacheControl, rt.cdnCacheControl)
+	s.keep(c, rq, id, nil, rt.cacheControl, rt.cdnCacheControl)
 	return nil
 }

@@ -11,8 +11,8 @@ package httpapi
 import (
 	"context"
 	"crypto/rand"
-	"encoding/binary"
 	"errors"
+	"hash/maphash"
 	"net"
 	"net/netip"
 	"sync/atomic"
@@ -72,7 +72,7 @@ type Server struct {
 	routes       []*route
 	unmatched    *routeObservers // requests no route answered (no route, unknown method, unparsable)
 	index        []byte          // the GET /v1 body
-	etagSalt     uint64          // per-process salt of view ETags
+	etagSeed     maphash.Seed    // per-process seed of view ETags (tagOf)
 	indexTag     etag
 	memo         *pageMemo             // bodies of hot pages; nil: every page is built
 	resp         *pageMemo             // whole responses of prepared routes (prepared.go)
@@ -121,10 +121,6 @@ func New(cfg Config, r Reader, log zerolog.Logger) (*Server, error) {
 			return nil, err
 		}
 	}
-	var salt [8]byte
-	if _, err := rand.Read(salt[:]); err != nil {
-		return nil, err
-	}
 	reg := cfg.Registry
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -151,7 +147,7 @@ func New(cfg Config, r Reader, log zerolog.Logger) (*Server, error) {
 		limiter:      newLimiter(cfg.RateList, cfg.RateItem, defaultMaxClients, cfg.RateIPv6Prefix),
 		trusted:      cfg.TrustedProxies,
 		metrics:      m,
-		etagSalt:     binary.LittleEndian.Uint64(salt[:]),
+		etagSeed:     maphash.MakeSeed(),
 		memo:         memo,
 		resp:         resp,
 		rowRetention: cfg.RowRetention,

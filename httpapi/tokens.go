@@ -81,8 +81,13 @@ func (s *Server) getToken(c *fiber.Ctx, rt *route, rq request) error {
 	}
 	setJSON(c)
 	asOf := s.tokenAsOf(c.UserContext(), chain)
-	tag := s.newETag("token").str(string(chain)).str(address).str(tokenID).version(tv.Version).num(tv.USD).num(uint64(asOf))
-	if writeCache(c, rt, tag) {
+	// What the token is: which token, its view's version (which moves
+	// with each listing that expires) and USD quote, and the resolved
+	// asOf; the view says when the clock alone changes it (Until). A
+	// timed body's time slot is the request's, in no identity.
+	var kb [256]byte
+	id := newIdentity(kb[:0], identToken).str(string(chain)).str(address).str(tokenID).version(tv.Version).num(tv.USD).num(uint64(asOf)).expires(tv.Until)
+	if writeCache(c, rt, s.tagOf(id)) {
 		return nil
 	}
 	resp := c.Response()
@@ -93,8 +98,6 @@ func (s *Server) getToken(c *fiber.Ctx, rt *route, rq request) error {
 	}
 	s.appendTimedAsOf(resp, tv.Body, now, asOf, true)
 	resp.AppendBodyString("}")
-	// The clock's part: the time slot, and Until (a listing it shows
-	// expires).
-	s.keep(c, rq, tag, tv.Until, timeAt, rt.cacheControl, rt.cdnCacheControl)
+	s.keep(c, rq, id, timeAt, rt.cacheControl, rt.cdnCacheControl)
 	return nil
 }
