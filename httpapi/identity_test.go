@@ -277,6 +277,10 @@ func TestRouteIdentity(t *testing.T) {
 		})},
 		{name: "tokens: asOf", route: "/v1/tokens", path: at(batch),
 			change: commit(func(r *fakeReader) { r.polls[mirror] = t0.Add(-time.Minute).UnixMilli() })},
+		// The chain as validToken reads it: an EVM chain's asOf is also
+		// the order book's.
+		{name: "tokens: asOf of a chain in capitals", route: "/v1/tokens", path: at(strings.ReplaceAll(batch, "ethereum/", "ETHEREUM/")),
+			change: commit(func(r *fakeReader) { r.polls[ob] = t0.Add(-3 * time.Minute).UnixMilli() })},
 		// The fake answers the same view past Until (the store would count
 		// the expired listing in its version): the ETag stays, the bound
 		// alone makes the memos miss.
