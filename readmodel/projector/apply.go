@@ -94,6 +94,9 @@ type applier struct {
 	ratesChanged bool
 	quoteChanged bool
 	jobQueued    bool
+	sales        map[saleKey]bool // sales known stored, or added by this transaction (sales.go)
+	loadedSales  map[*readmodel.Message][]saleIn
+	salePuts     []salePut
 
 	// Applying a message only marks what it makes stale (mark,
 	// touchToken); finish renders it once for the whole batch. held (a

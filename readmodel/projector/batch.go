@@ -11,11 +11,11 @@ import (
 
 // Applying a batch reads nothing from the store while it applies: load
 // reads, before each message is applied, its collection's state and the
-// inputs of other subjects it needs (its source's poll statuses, the
-// poll times, the rates), and save writes what the messages changed when
-// the batch finishes. Only the token blocks and the sales' dedupe, which
-// are indexes the size of the market, are read while applying (tokens.go,
-// sales.go).
+// inputs of other subjects it needs (its source's poll statuses, the poll
+// times, the rates, whether its sales are stored: sales.go), and save
+// writes what the messages changed when the batch finishes. The token
+// blocks, an index of the whole market that nothing a batch renders
+// reads, are updated when the batch finishes (tokens.go).
 
 // errNotLoaded is a message applied before load read what it needs: a
 // fault of this package, never of the data.
@@ -49,6 +49,10 @@ func (a *applier) load(msg *readmodel.Message) error {
 		}
 	case readmodel.KindRates:
 		if _, err := a.status(readmodel.SourcePriceFeed, ""); err != nil {
+			return err
+		}
+	case readmodel.KindSales:
+		if err := a.loadSales(msg); err != nil {
 			return err
 		}
 	case readmodel.KindPolled:
@@ -165,9 +169,10 @@ func (a *applier) storedRates() (readmodel.USDRates, error) {
 }
 
 // saveInputs writes the inputs of other subjects than collection states
-// that applying changed: statuses and poll times (in key order), the
-// rates and the quote they make, a queued re-render job.
+// that applying changed: sales, statuses and poll times (in key order),
+// the rates and the quote they make, a queued re-render job.
 func (a *applier) saveInputs() error {
+	a.saveSales()
 	keys := make([]string, 0, len(a.statusSaves))
 	for k := range a.statusSaves {
 		keys = append(keys, k)

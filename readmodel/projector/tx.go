@@ -11,7 +11,7 @@ import (
 // inputTx is what applying a message reads and writes in a transaction
 // besides its collection's state: the state's records themselves, and
 // the indexes that span collections (the registry, poll statuses and
-// times, rates, token blocks, the sales' dedupe). Errors are the
+// times, rates, token blocks, the sales' history). Errors are the
 // transaction's: a failed read fails its commit too.
 type inputTx interface {
 	CollectionState(cid string, listings bool) (store.CollectionState, error)
@@ -23,7 +23,7 @@ type inputTx interface {
 	TokenRecord(k string) (*store.TokenRecord, error)
 	TokenRecordHead(k string) (hash uint64, bucket uint32, ok bool, err error)
 	TokenBlockKeys(addr string, bucket uint32) ([]string, error)
-	AddSale(cid string, row *readmodel.SaleRow) (store.SaleRef, bool, error)
+	SaleStored(cid string, ref store.SaleRef) (bool, error)
 }
 
 // viewTx is what saving a transaction's collection states and the views
@@ -43,6 +43,7 @@ type viewTx interface {
 	PutQuote(rates readmodel.USDRates, feedOK bool)
 	PutTokenRecord(k string, r *store.TokenRecord)
 	DeleteTokenRecord(k string)
+	PutSale(cid string, ref store.SaleRef, row *readmodel.SaleRow)
 }
 
 // stateTx is one transaction of the projector: Badger's (store.Tx) live

@@ -693,19 +693,37 @@ func saleSuffix(row *readmodel.SaleRow) []byte {
 // 100,000 collections those reads were about half of AddSale's CPU while
 // the first cycle's 3.5 million sales were applied.
 func (t *Tx) AddSale(cid string, row *readmodel.SaleRow) (SaleRef, bool, error) {
-	suf := saleSuffix(row)
+	ref := SaleRefOf(row)
+	stored, err := t.SaleStored(cid, ref)
+	if err != nil || stored {
+		return ref, false, err
+	}
+	t.PutSale(cid, ref, row)
+	return ref, true, t.err
+}
+
+// SaleRefOf names sale row: its record's key suffix.
+func SaleRefOf(row *readmodel.SaleRow) SaleRef {
 	var ref SaleRef
-	copy(ref.suf[:], suf)
-	ch := collectionHash(cid) // both keys start with it
-	var h [8]byte
-	copy(h[:], suf[8:])
+	copy(ref.suf[:], saleSuffix(row))
+	return ref
+}
+
+// Dedupe is what two rows of the same sale (SaleKey) share in their names.
+func (r SaleRef) Dedupe() [8]byte { return [8]byte(r.suf[8:]) }
+
+// SaleStored reports whether the sale ref names is in collection cid's
+// history: committed before this transaction, or put by it (PutSale).
+// See AddSale for the reads it makes.
+func (t *Tx) SaleStored(cid string, ref SaleRef) (bool, error) {
+	h := ref.Dedupe()
 	added, seen := t.newSales[cid]
 	if !seen {
 		committed := t.s.hasSales(cid)
 		if !committed {
 			var err error
-			if committed, err = t.committed(collectionHashed(pSaleKey, ch)); err != nil {
-				return ref, false, err
+			if committed, err = t.committed(saleDedupePrefix(cid)); err != nil {
+				return false, err
 			}
 		}
 		if !committed {
@@ -716,23 +734,36 @@ func (t *Tx) AddSale(cid string, row *readmodel.SaleRow) (SaleRef, bool, error) 
 		}
 		t.newSales[cid] = added
 	}
-	dk := append(collectionHashed(pSaleKey, ch), suf[8:]...)
 	if added != nil {
-		if _, dup := added[h]; dup {
-			return ref, false, nil
-		}
-		added[h] = struct{}{}
-	} else if _, ok, err := t.getRaw(dk); err != nil {
-		return ref, false, err
-	} else if ok {
-		return ref, false, nil
+		_, dup := added[h]
+		return dup, nil
 	}
-	sk, sv := append(collectionHashed(pSale, ch), suf...), encodeSale(cid, suf, row)
+	_, ok, err := t.getRaw(append(saleDedupePrefix(cid), h[:]...))
+	return ok, err
+}
+
+// PutSale stores sale row of collection cid, named ref (SaleRefOf), with
+// its dedupe entry; the caller has checked that it is not stored
+// (SaleStored).
+func (t *Tx) PutSale(cid string, ref SaleRef, row *readmodel.SaleRow) {
+	h := ref.Dedupe()
+	added, seen := t.newSales[cid]
+	switch {
+	case !seen:
+		if t.newSales == nil {
+			t.newSales = map[string]map[[8]byte]struct{}{}
+		}
+		t.newSales[cid] = nil // it has sales now: reads check its keys
+	case added != nil:
+		added[h] = struct{}{}
+	}
+	ch := collectionHash(cid)
+	dk := append(collectionHashed(pSaleKey, ch), h[:]...)
+	sk, sv := append(collectionHashed(pSale, ch), ref.suf[:]...), encodeSale(cid, ref.suf[:], row)
 	t.set(dk, nil)
 	t.set(sk, sv)
 	t.salesBytes += int64(len(dk) + len(sk) + len(sv))
 	t.sales = append(t.sales, cid)
-	return ref, true, t.err
 }
 
 // SetDeadline records when cid's listing snapshot next changes by the clock
