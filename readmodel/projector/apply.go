@@ -293,7 +293,7 @@ func (a *applier) status(src readmodel.Source, cid string) (*statusInput, error)
 // those for its source-wide one, which at 100,000 collections made status
 // reads about a twelfth of a replay's CPU. putStatus keeps the memo current.
 func (a *applier) storedStatus(src readmodel.Source, cid string) (*statusInput, error) {
-	k := string(src) + "\x00" + cid
+	k := statusKey(src, cid)
 	if v, ok := a.statuses[k]; ok {
 		return v, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"sort"
+	"strings"
 
 	"github.com/marketd/marketd/readmodel"
 	"github.com/marketd/marketd/readmodel/store"
@@ -70,6 +71,9 @@ func (a *applier) load(msg *readmodel.Message) error {
 	return nil
 }
 
+// statusKey is the key of (src, cid)'s status in applier.statuses.
+func statusKey(src readmodel.Source, cid string) string { return string(src) + "\x00" + cid }
+
 // loaded returns collection cid's state as load read it.
 func (a *applier) loaded(cid string) (*collState, error) {
 	if s, ok := a.states[cid]; ok {
@@ -81,7 +85,7 @@ func (a *applier) loaded(cid string) (*collState, error) {
 // loadedStatus returns the stored status of (src, cid) as load read it
 // (or as applying changed it).
 func (a *applier) loadedStatus(src readmodel.Source, cid string) (*statusInput, error) {
-	if s, ok := a.statuses[string(src)+"\x00"+cid]; ok {
+	if s, ok := a.statuses[statusKey(src, cid)]; ok {
 		return s, nil
 	}
 	return nil, errNotLoaded
@@ -106,7 +110,7 @@ func (a *applier) latestStatus(src readmodel.Source, cid string) (*statusInput, 
 
 // putStatus records the status of (src, cid); save writes it.
 func (a *applier) putStatus(src readmodel.Source, cid string, st statusInput) {
-	k := string(src) + "\x00" + cid
+	k := statusKey(src, cid)
 	if a.statuses == nil {
 		a.statuses = map[string]*statusInput{}
 	}
@@ -179,7 +183,7 @@ func (a *applier) saveInputs() error {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		src, cid, _ := cutKey(k)
+		src, cid, _ := strings.Cut(k, "\x00")
 		a.tx.Put(store.InStatus, a.statuses[k], src, cid)
 	}
 	a.statusSaves = nil
@@ -216,14 +220,4 @@ func (a *applier) saveInputs() error {
 		a.jobQueued = false
 	}
 	return nil
-}
-
-// cutKey splits a statuses key into its source and collection.
-func cutKey(k string) (src, cid string, ok bool) {
-	for i := 0; i < len(k); i++ {
-		if k[i] == 0 {
-			return k[:i], k[i+1:], true
-		}
-	}
-	return k, "", false
 }

@@ -211,7 +211,7 @@ func (a *applier) removalReason(cid string, st *feedState, o *readmodel.ListingR
 		return render.ReasonExpired, nil
 	}
 	listedLive := false
-	for _, src := range [...]readmodel.Source{readmodel.SourceOrderBook, readmodel.SourceIndexerMirror} {
+	for _, src := range listingSourceList {
 		rows, err := a.rows(src, cid)
 		if err != nil {
 			return "", err

@@ -49,7 +49,12 @@ func listingSource(src readmodel.Source) int {
 	return -1
 }
 
-var rowsSections = [2]store.StateSection{store.SecBook, store.SecMirror}
+// listingSourceList and rowsSections are the listing sources in the order of
+// collState.rows, and their sections.
+var (
+	listingSourceList = [2]readmodel.Source{readmodel.SourceOrderBook, readmodel.SourceIndexerMirror}
+	rowsSections      = [2]store.StateSection{store.SecBook, store.SecMirror}
+)
 
 // state returns collection cid's state, reading it at most once per
 // transaction.
@@ -181,7 +186,7 @@ func (s *collState) storedRows() (book, mirror []readmodel.ListingRow, err error
 			}
 			continue
 		}
-		in, err := s.Rows([...]readmodel.Source{readmodel.SourceOrderBook, readmodel.SourceIndexerMirror}[i])
+		in, err := s.Rows(listingSourceList[i])
 		if err != nil {
 			return nil, nil, err
 		}
@@ -340,7 +345,7 @@ func (s *collState) encode() (store.CollectionState, error) {
 			return out, err
 		}
 		var refs [2][]readmodel.ListingRow
-		for i, src := range [...]readmodel.Source{readmodel.SourceOrderBook, readmodel.SourceIndexerMirror} {
+		for i, src := range listingSourceList {
 			in, err := s.Rows(src)
 			if err != nil {
 				return out, err
