@@ -8,6 +8,7 @@ require (
 	github.com/dgraph-io/ristretto/v2 v2.2.0
 	github.com/goccy/go-json v0.12.0
 	github.com/gofiber/fiber/v2 v2.52.15
+	github.com/google/btree v1.1.3
 	github.com/klauspost/compress v1.20.3
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0

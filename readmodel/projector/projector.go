@@ -72,6 +72,13 @@ type Options struct {
 	// RerenderBatch is how many collections one transaction of a full
 	// re-render (after a source-wide status) covers. 0 means 16.
 	RerenderBatch int
+	// MaxBatch is the most messages applied in one transaction. 0 means
+	// 256 (and at most 2 MiB of payload). A batch holds what the stream
+	// had already delivered, so its bounds vary with timing, and with them
+	// the views' versions (one per transaction that renders); 1 makes
+	// every key of the store, versions included, a function of the
+	// streams alone, which comparing two builds byte for byte needs.
+	MaxBatch int
 	// HoldFirstCycle says the node is not ready before a full ingest
 	// cycle has been projected (`marketd all`), so a cold start on
 	// streams that are empty at Open holds renders until that cycle ends
@@ -169,6 +176,9 @@ func New(js jetstream.JetStream, st *store.Store, opts Options, log zerolog.Logg
 	}
 	if opts.RerenderBatch <= 0 {
 		opts.RerenderBatch = 16
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = maxBatch
 	}
 	if opts.ColdIdle <= 0 {
 		opts.ColdIdle = 3 * time.Second

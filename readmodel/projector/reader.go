@@ -73,7 +73,7 @@ func (r *reader) settle(ctx context.Context) error {
 // new batch: a consumer restarted after the applied position delivers it
 // again.
 func (r *reader) take(ctx context.Context, it jetstream.MessagesContext, m jetstream.Msg) (fetchErr, applyErr error) {
-	batch, err := gather(it, m)
+	batch, err := gather(it, m, r.p.opts.MaxBatch)
 	if err != nil {
 		return err, r.settle(ctx)
 	}
@@ -95,7 +95,7 @@ func (r *reader) close() {
 }
 
 // Batching: a message that arrives while others are already buffered is
-// applied together with them in one transaction (up to maxBatch messages
+// applied together with them in one transaction (up to Options.MaxBatch messages
 // or maxBatchBytes of payload), with the position of the last. That keeps
 // the one-transaction guarantee (views and position commit together)
 // while a catch-up or replay pays one commit per batch. A batch too large
@@ -111,9 +111,9 @@ type delivered struct {
 	data []byte
 }
 
-// gather returns m and whatever it already holds after it, up to
-// maxBatch messages or maxBatchBytes of payload (m alone when it is nil).
-func gather(it jetstream.MessagesContext, m jetstream.Msg) ([]delivered, error) {
+// gather returns m and whatever it already holds after it, up to most
+// messages or maxBatchBytes of payload (m alone when it is nil).
+func gather(it jetstream.MessagesContext, m jetstream.Msg, most int) ([]delivered, error) {
 	batch := make([]delivered, 0, 16)
 	size := 0
 	for m != nil {
@@ -123,7 +123,7 @@ func gather(it jetstream.MessagesContext, m jetstream.Msg) ([]delivered, error) 
 		}
 		batch = append(batch, delivered{seq: meta.Sequence.Stream, data: m.Data()})
 		size += len(m.Data())
-		if len(batch) >= maxBatch || size >= maxBatchBytes || it == nil {
+		if len(batch) >= most || size >= maxBatchBytes || it == nil {
 			break
 		}
 		if m, err = it.Next(jetstream.NextMaxWait(batchWait)); err != nil {

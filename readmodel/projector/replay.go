@@ -118,14 +118,9 @@ func ReplayWithResult(ctx context.Context, js jetstream.JetStream, dataDir strin
 			return res, err
 		}
 	}
-	start := time.Now()
-	if res.Messages, err = p.replayAll(ctx, progress, opts.ProgressEvery); err != nil {
+	if res, err = p.replay(ctx, opts, progress); err != nil {
 		return res, err
 	}
-	res.Elapsed = time.Since(start)
-	res.Rows = p.rows.Load()
-	res.Gaps = p.Gaps()
-	p.stopIters()
 	if err := st.Close(ctx); err != nil {
 		return res, err
 	}
@@ -146,6 +141,32 @@ func ReplayWithResult(ctx context.Context, js jetstream.JetStream, dataDir strin
 		}
 	}
 	ev.Int("messages", res.Messages).Int64("rows", res.Rows).Int64("elapsed_ms", res.Elapsed.Milliseconds()).Str("dir", live).Msg("replay complete")
+	return res, nil
+}
+
+// ReplayInto applies to st, from its saved positions (an empty store:
+// from the start of the streams), everything that is in the streams when
+// it starts, as Replay does into its build: st may be a memory store
+// (store.OpenMemory). Nothing else may write to st meanwhile. Errors are
+// *readmodel.Error.
+func ReplayInto(ctx context.Context, js jetstream.JetStream, st *store.Store, opts ReplayOptions, progress io.Writer) (ReplayResult, error) {
+	return New(js, st, opts.Projector, opts.Log).replay(ctx, opts, progress)
+}
+
+// replay applies the streams up to their heads at call time and stops
+// the projector's stream readers.
+func (p *Projector) replay(ctx context.Context, opts ReplayOptions, progress io.Writer) (ReplayResult, error) {
+	defer p.stopIters()
+	var res ReplayResult
+	start := time.Now()
+	n, err := p.replayAll(ctx, progress, opts.ProgressEvery)
+	res.Messages = n
+	if err != nil {
+		return res, err
+	}
+	res.Elapsed = time.Since(start)
+	res.Rows = p.rows.Load()
+	res.Gaps = p.Gaps()
 	return res, nil
 }
 

@@ -3,8 +3,10 @@ package projector_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 
 	"github.com/marketd/marketd/readmodel"
 	"github.com/marketd/marketd/readmodel/projector"
+	"github.com/marketd/marketd/readmodel/store"
 )
 
 func TestReplayFromStartEqualsLive(t *testing.T) {
@@ -145,4 +148,59 @@ func TestSettleAlignsNodesStoppedAtDifferentTimes(t *testing.T) {
 
 	require.NoError(t, projector.New(nil, e.st, e.opts(), zerolog.Nop()).Settle(ctx, t0.Add(5*time.Minute)))
 	assert.Equal(t, digest(t, e.st), digest(t, st2))
+}
+
+// TestReplayInMemoryEqualsBadger: the projector's apply runs over Badger
+// and over memory alike, so recorded streams (every kind of message, a
+// listing source failing for one collection and then everywhere) replayed
+// into each leave the same keys with the same values.
+func TestReplayInMemoryEqualsBadger(t *testing.T) {
+	ctx := context.Background()
+	e := mustEnv(t)
+	gone := t0.Add(-time.Hour)
+	e.run(cycle(40, 1)...)
+	e.run(statusMsg(readmodel.SourceOrderBook, "ethereum_0x0003", false, gone))
+	e.run(cycle(40, 2)[:90]...)
+	e.run(statusMsg(readmodel.SourceIndexerMirror, "", false, gone))
+	opts := projector.ReplayOptions{Projector: e.opts(), Log: zerolog.Nop()}
+	opts.Projector.MaxBatch = 1 // batches, and so versions, independent of timing
+
+	dataDir := t.TempDir()
+	_, err := projector.ReplayWithResult(ctx, e.js, dataDir, opts, nil)
+	require.NoError(t, err)
+	disk := mustStore(t, filepath.Join(dataDir, "badger"))
+
+	memOpts := opts.Store
+	memOpts.NoSuperseded = true // as Replay opens its build
+	mem := store.OpenMemory(memOpts)
+	t.Cleanup(func() { _ = mem.Close(ctx) })
+	res, err := projector.ReplayInto(ctx, e.js, mem, opts, nil)
+	require.NoError(t, err)
+	require.Positive(t, res.Messages)
+
+	want, got := mustKeys(t, disk), mustKeys(t, mem)
+	require.Greater(t, len(want), 500, "a store worth comparing")
+	var differ []string
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			differ = append(differ, fmt.Sprintf("%q (in memory: %t)", k, ok))
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			differ = append(differ, fmt.Sprintf("%q only in memory", k))
+		}
+	}
+	sort.Strings(differ)
+	assert.Empty(t, differ[:min(len(differ), 20)], "%d keys differ", len(differ))
+}
+
+func mustKeys(t *testing.T, st *store.Store) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	require.NoError(t, st.Each(context.Background(), func(k, v []byte) error {
+		out[string(k)] = string(v)
+		return nil
+	}))
+	return out
 }

@@ -15,6 +15,9 @@ package store
 // overlap; the advice goes back to random when the last ends. Safe for
 // concurrent use.
 func (s *Store) ReadAhead() (end func()) {
+	if s.db == nil { // memory: nothing is read from files
+		return func() {}
+	}
 	s.readAheads.Add(1)
 	s.adviseValueLog(adviseNormal)
 	return func() {

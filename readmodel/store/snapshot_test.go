@@ -53,7 +53,7 @@ func snapshotSource(t *testing.T) *Store {
 		tx.SetPosition("MARKETD_STATE", StreamPos{Seq: 4711, ID: "state-4711"})
 		tx.SetPosition("MARKETD_SALES", StreamPos{Seq: 99, ID: "sales-99"})
 		putRows(tx, readmodel.SourceOrderBook, "c1", time.Unix(1_800_000_000, 0), []readmodel.ListingRow{{CollectionID: "c1", TokenID: "7", OrderID: "o-1"}})
-		tx.setEntry(badger.NewEntry(key(pOldListings, "c1"), []byte("an old snapshot")).WithTTL(time.Hour))
+		tx.setTTL(key(pOldListings, "c1"), []byte("an old snapshot"), time.Hour)
 		return nil
 	}))
 	return s

@@ -92,7 +92,8 @@ type Options struct {
 // Store is a node's view store. Its methods are safe for concurrent use;
 // writes (Update) are meant for one projector.
 type Store struct {
-	db    *badger.DB
+	db    *badger.DB // nil in a memory store (memory.go)
+	kv    engine     // what transactions (Tx) run on: db, or memory
 	dir   string
 	opts  Options
 	cache *cache
@@ -131,6 +132,38 @@ type pageFlight struct {
 	err     error
 }
 
+// withDefaults returns o with its unset fields at their defaults.
+func (o Options) withDefaults() Options {
+	if o.ListingsRetention <= 0 {
+		o.ListingsRetention = 5 * time.Minute
+	}
+	if o.CacheEntries <= 0 {
+		o.CacheEntries = 50000
+	}
+	if o.CacheBytes <= 0 {
+		o.CacheBytes = 256 << 20
+	}
+	if o.MemTableSize <= 0 {
+		o.MemTableSize = 16 << 20
+	}
+	if o.ValueLogFileSize <= 0 {
+		o.ValueLogFileSize = 64 << 20
+	}
+	if o.LevelZeroTables <= 0 {
+		o.LevelZeroTables = 1
+	}
+	if o.GCShare <= 0 {
+		o.GCShare = 0.25
+	}
+	if o.GCInterval == 0 {
+		o.GCInterval = 15 * time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
 // Open opens (creating it if needed) the store in dir. If a replay left a
 // completed build beside dir (dir+".new") and crashed before swapping it
 // in, Open finishes the swap first. Errors are Internal *readmodel.Error.
@@ -138,33 +171,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, readmodel.Wrap(readmodel.Internal, err, "open store")
 	}
-	if opts.ListingsRetention <= 0 {
-		opts.ListingsRetention = 5 * time.Minute
-	}
-	if opts.CacheEntries <= 0 {
-		opts.CacheEntries = 50000
-	}
-	if opts.CacheBytes <= 0 {
-		opts.CacheBytes = 256 << 20
-	}
-	if opts.MemTableSize <= 0 {
-		opts.MemTableSize = 16 << 20
-	}
-	if opts.ValueLogFileSize <= 0 {
-		opts.ValueLogFileSize = 64 << 20
-	}
-	if opts.LevelZeroTables <= 0 {
-		opts.LevelZeroTables = 1
-	}
-	if opts.GCShare <= 0 {
-		opts.GCShare = 0.25
-	}
-	if opts.GCInterval == 0 {
-		opts.GCInterval = 15 * time.Second
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
+	opts = opts.withDefaults()
 	if err := RecoverSwap(dir); err != nil {
 		return nil, err
 	}
@@ -233,7 +240,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, dir: dir, opts: opts, cache: newCache(opts.CacheEntries, opts.CacheBytes), gcStop: make(chan struct{}), gcDone: make(chan struct{}), flights: make(map[string]*pageFlight)}
+	s := &Store{db: db, kv: badgerEngine{db}, dir: dir, opts: opts, cache: newCache(opts.CacheEntries, opts.CacheBytes), gcStop: make(chan struct{}), gcDone: make(chan struct{}), flights: make(map[string]*pageFlight)}
 	if err := s.checkSchema(); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -524,6 +531,9 @@ func (s *Store) Close(ctx context.Context) error {
 	case <-s.gcDone:
 	case <-ctx.Done():
 		return readmodel.Wrap(readmodel.Internal, ctx.Err(), "close badger: value-log GC still running")
+	}
+	if s.db == nil {
+		return nil
 	}
 	if err := s.db.Close(); err != nil {
 		return readmodel.Wrap(readmodel.Internal, err, "close badger")

@@ -128,26 +128,22 @@ func (t *Tx) tokens(addr string) (*tokenSet, error) {
 	prefix := tokenBlockPrefix(addr)
 	// Blocks are written only when the transaction commits
 	// (flushTokens), so what was committed is what it holds.
-	it := t.committedView().NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: false})
-	defer it.Close()
-	for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
-		k := it.Item().Key()
+	err := t.committedView().scan(prefix, nil, true, func(k, v []byte) (bool, error) {
 		if len(k) != len(prefix)+4 {
-			return nil, errCorruptTokenBlock
+			return false, errCorruptTokenBlock
 		}
 		bucket := binary.BigEndian.Uint32(k[len(prefix):])
 		blk := &tokenBlock{recs: map[string]string{}}
-		err := it.Item().Value(func(v []byte) error {
-			return decodeTokenBlock(v, func(id, rec string) bool {
-				blk.recs[id] = rec
-				set.where[id] = bucket
-				return true
-			})
+		err := decodeTokenBlock(v, func(id, rec string) bool {
+			blk.recs[id] = rec
+			set.where[id] = bucket
+			return true
 		})
-		if err != nil {
-			return nil, err
-		}
 		set.blocks[bucket] = blk
+		return err == nil, err
+	})
+	if err != nil {
+		return nil, err
 	}
 	if t.toks == nil {
 		t.toks = map[string]*tokenSet{}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
-	"github.com/dgraph-io/badger/v4"
 	gojson "github.com/goccy/go-json"
 
 	"github.com/marketd/marketd/readmodel"
@@ -23,8 +22,8 @@ import (
 // committed together by Update. A Tx is not safe for concurrent use.
 type Tx struct {
 	s           *Store
-	txn         *badger.Txn
-	ro          *badger.Txn // read-only, for iterations that need none of txn's writes (committedView); nil until used
+	txn         kvTxn
+	ro          kvTxn // read-only, for iterations that need none of txn's writes (committedView); nil until used
 	touched     []string
 	aliases     bool
 	browse      bool
@@ -57,11 +56,11 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return internal(err, "update")
 	}
-	tx := &Tx{s: s, txn: s.db.NewTransaction(true)}
-	defer tx.txn.Discard()
+	tx := &Tx{s: s, txn: s.kv.begin(true)}
+	defer tx.txn.discard()
 	defer func() {
 		if tx.ro != nil {
-			tx.ro.Discard()
+			tx.ro.discard()
 		}
 	}()
 	if err := fn(tx); err != nil {
@@ -71,7 +70,7 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	if tx.err != nil {
 		return internal(tx.err, "apply")
 	}
-	if err := tx.txn.Commit(); err != nil {
+	if err := tx.txn.commit(); err != nil {
 		return internal(err, "commit")
 	}
 	s.noteWrite(tx.written)
@@ -92,9 +91,9 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 
 // View runs fn in a read-only transaction (writes through tx fail).
 func (s *Store) View(ctx context.Context, fn func(tx *Tx) error) error {
-	tx := &Tx{s: s, txn: s.db.NewTransaction(false)}
+	tx := &Tx{s: s, txn: s.kv.begin(false)}
 	tx.ro = tx.txn // read-only already: no writes of its own
-	defer tx.txn.Discard()
+	defer tx.txn.discard()
 	return internal(fn(tx), "view")
 }
 
@@ -105,9 +104,9 @@ func (s *Store) View(ctx context.Context, fn func(tx *Tx) error) error {
 // messages that each opened one paid for its writes over and over. Writes
 // are serialised (one projector), so nothing commits in between and the
 // two read the same state.
-func (t *Tx) committedView() *badger.Txn {
+func (t *Tx) committedView() kvTxn {
 	if t.ro == nil {
-		t.ro = t.s.db.NewTransaction(false)
+		t.ro = t.s.kv.begin(false)
 	}
 	return t.ro
 }
@@ -116,39 +115,45 @@ func (t *Tx) set(k, v []byte) {
 	if t.err != nil {
 		return
 	}
-	t.err = t.txn.Set(k, v)
+	t.err = t.txn.set(k, v)
 	t.written += len(k) + len(v)
 }
 
-func (t *Tx) setEntry(e *badger.Entry) {
+// setTTL sets k to v until ttl from now.
+func (t *Tx) setTTL(k, v []byte, ttl time.Duration) {
 	if t.err != nil {
 		return
 	}
-	t.err = t.txn.SetEntry(e)
-	t.written += len(e.Key) + len(e.Value)
+	t.err = t.txn.setTTL(k, v, ttl)
+	t.written += len(k) + len(v)
 }
 
 func (t *Tx) del(k []byte) {
 	if t.err != nil {
 		return
 	}
-	t.err = t.txn.Delete(k)
+	t.err = t.txn.del(k)
 }
 
-func (t *Tx) getRaw(k []byte) ([]byte, bool, error) { return txnGet(t.txn, k) }
+// getRaw returns a copy of k's value as this transaction sees it; ok is
+// false when k is absent.
+func (t *Tx) getRaw(k []byte) ([]byte, bool, error) { return t.txn.get(k) }
 
-// txnGet returns a copy of the value of k in txn; ok is false when k is
-// absent.
-func txnGet(txn *badger.Txn, k []byte) ([]byte, bool, error) {
-	it, err := txn.Get(k)
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return nil, false, nil
+// getJSON decodes the JSON input (packed or not) under k into a new T;
+// nil when k is absent.
+func getJSON[T any](t *Tx, k []byte) (*T, error) {
+	raw, ok, err := t.getRaw(k)
+	if err != nil || !ok {
+		return nil, err
 	}
-	if err != nil {
-		return nil, false, err
+	if raw, err = unpackInput(raw); err != nil {
+		return nil, err
 	}
-	v, err := it.ValueCopy(nil)
-	return v, err == nil, err
+	var v T
+	if err := gojson.Unmarshal(raw, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
 }
 
 func (t *Tx) putJSON(k []byte, v any) {
@@ -217,7 +222,7 @@ type StreamPos struct {
 
 // Position returns the applied position saved for stream (zero if none).
 func (t *Tx) Position(stream string) (StreamPos, error) {
-	p, err := jsonGet[StreamPos](t.txn, key(pPosition, stream))
+	p, err := getJSON[StreamPos](t, key(pPosition, stream))
 	if err != nil || p == nil {
 		return StreamPos{}, err
 	}
@@ -264,7 +269,7 @@ func (s *Store) Positions(ctx context.Context, streams ...string) ([]StreamPos, 
 // when absent. Inputs are the projector's latest rows per subject; their
 // names are the projector's business, the store only keeps them.
 func Get[T any](t *Tx, kind InputKind, parts ...string) (*T, error) {
-	v, err := jsonGet[T](t.txn, inputKey(kind, parts))
+	v, err := getJSON[T](t, inputKey(kind, parts))
 	if err != nil {
 		t.err = errors.Join(t.err, err)
 	}
@@ -342,24 +347,13 @@ func inputKey(kind InputKind, parts []string) []byte {
 // order; fn's error stops the walk.
 func (t *Tx) EachInput(kind InputKind, leading []string, fn func(last string, raw []byte) error) error {
 	prefix := inputKey(kind, append(append([]string(nil), leading...), ""))
-	it := t.txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 64})
-	defer it.Close()
-	for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
-		last := string(it.Item().Key()[len(prefix):])
-		var err error
-		if e := it.Item().Value(func(v []byte) error {
-			if v, err = unpackInput(v); err == nil {
-				err = fn(last, v)
-			}
-			return nil
-		}); e != nil {
-			return e
+	return t.txn.scan(prefix, nil, true, func(k, v []byte) (bool, error) {
+		v, err := unpackInput(v)
+		if err == nil {
+			err = fn(string(k[len(prefix):]), v)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err == nil, err
+	})
 }
 
 // Register records that collection cid exists in some input, so full
@@ -402,18 +396,17 @@ func (s *Store) noteRegistered(regs map[string]struct{}) {
 // Collections returns up to limit registered collection ids after the id
 // after ("" = from the start), in key order.
 func (t *Tx) Collections(after string, limit int) ([]string, error) {
-	it := t.txn.NewIterator(badger.IteratorOptions{Prefix: pRegistry})
-	defer it.Close()
-	start := key(pRegistry, after)
 	var out []string
-	for it.Seek(start); it.ValidForPrefix(pRegistry) && len(out) < limit; it.Next() {
-		id := string(it.Item().Key()[len(pRegistry):])
-		if after != "" && id == after {
-			continue
+	err := t.txn.scan(pRegistry, key(pRegistry, after), false, func(k, _ []byte) (bool, error) {
+		if len(out) >= limit {
+			return false, nil
 		}
-		out = append(out, id)
-	}
-	return out, nil
+		if id := string(k[len(pRegistry):]); after == "" || id != after {
+			out = append(out, id)
+		}
+		return true, nil
+	})
+	return out, err
 }
 
 // --- views --------------------------------------------------------------
@@ -451,7 +444,7 @@ func (t *Tx) PutListings(cid string, v render.ListingsRecord) {
 			return
 		}
 		ok := key(pOldListings, cid, string(stored[:8]))
-		t.setEntry(badger.NewEntry(ok, stored).WithTTL(t.s.opts.ListingsRetention))
+		t.setTTL(ok, stored, t.s.opts.ListingsRetention)
 		t.touched = append(t.touched, string(ok))
 	})
 }
@@ -487,13 +480,12 @@ func (s *Store) noteSales(seen map[string]map[[8]byte]struct{}) {
 // committed reports whether any key starting with p was committed before
 // this transaction, with one seek on a read-only snapshot.
 func (t *Tx) committed(p []byte) (bool, error) {
+	txn := t.s.kv.begin(false)
+	defer txn.discard()
 	found := false
-	err := t.s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: p})
-		defer it.Close()
-		it.Seek(p)
-		found = it.ValidForPrefix(p)
-		return nil
+	err := txn.scan(p, nil, false, func(_, _ []byte) (bool, error) {
+		found = true
+		return false, nil
 	})
 	return found, err
 }
@@ -829,26 +821,22 @@ func (s *Store) Due(ctx context.Context, now time.Time, after DueCursor, limit i
 func (s *Store) due(index []byte, now time.Time, after DueCursor, limit int) ([]string, DueCursor, error) {
 	var out []string
 	next := after
-	err := s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: index})
-		defer it.Close()
-		start := []byte(index)
-		if after != nil {
-			start = after
+	txn := s.kv.begin(false)
+	defer txn.discard()
+	err := txn.scan(index, after, false, func(full, _ []byte) (bool, error) {
+		if len(out) >= limit {
+			return false, nil
 		}
-		for it.Seek(start); it.ValidForPrefix(index) && len(out) < limit; it.Next() {
-			full := it.Item().Key()
-			if after != nil && bytes.Equal(full, after) {
-				continue
-			}
-			k := full[len(index):]
-			if len(k) < 8 || int64(binary.BigEndian.Uint64(k)) > now.UnixMilli() {
-				break
-			}
-			out = append(out, string(k[8:]))
-			next = append(DueCursor(nil), full...)
+		if after != nil && bytes.Equal(full, after) {
+			return true, nil
 		}
-		return nil
+		k := full[len(index):]
+		if len(k) < 8 || int64(binary.BigEndian.Uint64(k)) > now.UnixMilli() {
+			return false, nil
+		}
+		out = append(out, string(k[8:]))
+		next = append(DueCursor(nil), full...)
+		return true, nil
 	})
 	return out, next, internal(err, "due deadlines")
 }
