@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/marketd/marketd/readmodel"
 	"github.com/marketd/marketd/readmodel/wire"
@@ -106,6 +107,38 @@ func (c *Client) Collection(ctx context.Context, id string) (CollectionDetail, e
 func (c *Client) Floor(ctx context.Context, id string) (FloorResponse, error) {
 	var e wire.Envelope[FloorResponse]
 	err := c.get(ctx, collectionPath(id, "floor"), nil, &e)
+	return e.Data, err
+}
+
+// FloorHistoryQuery chooses a floor history: Interval "1h" (the default,
+// "") or "1d", and the range (zero times: the server's defaults, the
+// intervals kept up to now).
+type FloorHistoryQuery struct {
+	Interval string
+	From, To time.Time
+}
+
+func (q FloorHistoryQuery) values() url.Values {
+	v := url.Values{}
+	if q.Interval != "" {
+		v.Set("interval", q.Interval)
+	}
+	if !q.From.IsZero() {
+		v.Set("from", q.From.UTC().Format(time.RFC3339))
+	}
+	if !q.To.IsZero() {
+		v.Set("to", q.To.UTC().Format(time.RFC3339))
+	}
+	return v
+}
+
+// FloorHistory is GET /v1/collections/{id}/floor/history: open, high,
+// low and close of the ask floor per interval as the node observed it,
+// nulls where it observed none. A range longer than the intervals kept
+// is ErrBadRequest.
+func (c *Client) FloorHistory(ctx context.Context, id string, q FloorHistoryQuery) (FloorHistory, error) {
+	var e wire.Envelope[FloorHistory]
+	err := c.get(ctx, collectionPath(id, "floor", "history"), q.values(), &e)
 	return e.Data, err
 }
 

@@ -24,6 +24,7 @@ var decodedAs = map[string]reflect.Type{
 	"/v1/collections":                        reflect.TypeFor[Page[CollectionSummary]](),
 	"/v1/collections/{id}":                   reflect.TypeFor[wire.Envelope[CollectionDetail]](),
 	"/v1/collections/{id}/floor":             reflect.TypeFor[wire.Envelope[FloorResponse]](),
+	"/v1/collections/{id}/floor/history":     reflect.TypeFor[wire.Envelope[FloorHistory]](),
 	"/v1/collections/{id}/listings":          reflect.TypeFor[ListingsPage](),
 	"/v1/collections/{id}/sales":             reflect.TypeFor[Page[readmodel.MarketItem]](),
 	"/v1/collections/{id}/events":            reflect.TypeFor[Page[Event]](),

@@ -23,6 +23,8 @@ type (
 	Fee                        = wire.Fee
 	ListingItem                = wire.ListingItem
 	FloorResponse              = wire.FloorResponse
+	FloorHistory               = wire.FloorHistoryResponse
+	FloorPoint                 = wire.FloorPoint
 	OwnerKind                  = wire.OwnerKind
 	Rarity                     = wire.Rarity
 	Owner                      = wire.Owner

@@ -33,6 +33,8 @@ type fakeReader struct {
 	aliases     map[string]string // any {id} form → canonical
 	collections map[string]render.CollectionView
 	floors      map[string]render.FloorView
+	// floorHistory holds the floor histories by canonical id (none: never observed).
+	floorHistory map[string]render.FloorHistoryView
 	// listings holds every version still "held" per collection; current is
 	// the highest.
 	listings map[string]map[uint64]render.ListingsView
@@ -67,18 +69,19 @@ type fakeReader struct {
 
 func newFakeReader() *fakeReader {
 	return &fakeReader{
-		aliases:     map[string]string{},
-		collections: map[string]render.CollectionView{},
-		floors:      map[string]render.FloorView{},
-		listings:    map[string]map[uint64]render.ListingsView{},
-		current:     map[string]uint64{},
-		sales:       map[string][][]byte{},
-		salesVer:    1,
-		browse:      map[string][][]byte{},
-		browseVer:   7,
-		tokens:      map[string]render.TokenView{},
-		errs:        map[string]error{},
-		calls:       map[string]int{},
+		aliases:      map[string]string{},
+		collections:  map[string]render.CollectionView{},
+		floors:       map[string]render.FloorView{},
+		floorHistory: map[string]render.FloorHistoryView{},
+		listings:     map[string]map[uint64]render.ListingsView{},
+		current:      map[string]uint64{},
+		sales:        map[string][][]byte{},
+		salesVer:     1,
+		browse:       map[string][][]byte{},
+		browseVer:    7,
+		tokens:       map[string]render.TokenView{},
+		errs:         map[string]error{},
+		calls:        map[string]int{},
 	}
 }
 
@@ -140,6 +143,15 @@ func (f *fakeReader) Floor(_ context.Context, id string) (render.FloorView, erro
 		return fv, readmodel.Errorf(readmodel.NotFound, "no floor")
 	}
 	return fv, nil
+}
+
+func (f *fakeReader) FloorHistory(_ context.Context, id string) (render.FloorHistoryView, error) {
+	if err := f.enter("FloorHistory"); err != nil {
+		return render.FloorHistoryView{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.floorHistory[id], nil
 }
 
 func (f *fakeReader) Listings(_ context.Context, id string, version uint64) (render.ListingsView, error) {

@@ -67,6 +67,7 @@ func TestRouteIdentity(t *testing.T) {
 		listings = detail + "/listings?limit=10"
 		sales    = detail + "/sales?limit=5"
 		events   = detail + "/events?limit=25"
+		history  = detail + "/floor/history"
 		token    = "/v1/tokens/ethereum/" + testContract + "/1"
 		batch    = "/v1/tokens?ids=ethereum/" + testContract + "/1,ethereum/" + testContract + "/2"
 	)
@@ -106,6 +107,7 @@ func TestRouteIdentity(t *testing.T) {
 		cv.ID = otherID
 		r.collections[otherID] = cv
 		r.floors[otherID] = r.floors[testID]
+		r.floorHistory[otherID] = r.floorHistory[testID]
 		lv := r.listings[testID][r.current[testID]]
 		r.listings[otherID] = map[uint64]render.ListingsView{lv.Version: lv}
 		r.current[otherID] = lv.Version
@@ -113,6 +115,12 @@ func TestRouteIdentity(t *testing.T) {
 		r.aliases[testSlug] = otherID
 		r.addEvents(otherID, 60)
 	})
+	// observed gives testID a floor history: one hour observed.
+	observed := func(h *harness) {
+		h.r.floorHistory[testID] = render.FloorHistoryView{Version: 3, History: &render.FloorHistory{
+			Hours: []render.FloorBucket{{Start: t0.Truncate(time.Hour).Unix(), Open: "5", High: "7", Low: "4", Close: "6"}},
+		}}
+	}
 	tok := func(r *fakeReader, n string) render.TokenView { return r.tokens["ethereum|"+testContract+"|"+n] }
 	setTok := func(r *fakeReader, n string, tv render.TokenView) { r.tokens["ethereum|"+testContract+"|"+n] = tv }
 
@@ -170,6 +178,21 @@ func TestRouteIdentity(t *testing.T) {
 			h.r.floors[testID] = render.FloorView{Version: 5, Body: floorBody(testID, "1050000000000000000", false),
 				FallbackAfter: t0.Add(10 * time.Second), Fallback: floorBody(testID, "", true)}
 		}},
+
+		// GET /v1/collections/{id}/floor/history
+		{name: "floor history: canonical id", route: "/v1/collections/:id/floor/history", path: at(bySlug + "/floor/history"), change: repoint, setup: observed},
+		{name: "floor history: history version", route: "/v1/collections/:id/floor/history", path: at(history), setup: observed, change: commit(func(r *fakeReader) {
+			hv := r.floorHistory[testID]
+			hv.Version++
+			r.floorHistory[testID] = hv
+		})},
+		{name: "floor history: interval", route: "/v1/collections/:id/floor/history", path: at(history), setup: observed, change: to(history + "?interval=1d")},
+		{name: "floor history: from", route: "/v1/collections/:id/floor/history", path: at(history + "?from=2026-11-20T00:00:00Z"), setup: observed,
+			change: to(history + "?from=2026-11-20T01:00:00Z")},
+		{name: "floor history: to", route: "/v1/collections/:id/floor/history", path: at(history + "?to=2026-11-01T00:00:00Z"), setup: observed,
+			change: to(history + "?to=2026-11-01T01:00:00Z")},
+		{name: "floor history: the default range moves with the hour", route: "/v1/collections/:id/floor/history", path: at(history), setup: observed,
+			change: clock(time.Hour)},
 
 		// GET /v1/collections/{id}/listings
 		{name: "listings: canonical id", route: "/v1/collections/:id/listings", path: at(bySlug + "/listings?limit=10"), change: repoint},

@@ -50,6 +50,7 @@ func routeTable() []*route {
 		{pattern: "/v1/collections", summary: "Browse collections", bucket: bucketList, maxAge: 60, handle: (*Server).getCollections},
 		{pattern: "/v1/collections/:id", summary: "Collection detail", bucket: bucketItem, maxAge: 30, never502: true, prepared: true, handle: (*Server).getCollection},
 		{pattern: "/v1/collections/:id/floor", summary: "Collection floor", bucket: bucketItem, maxAge: 10, never502: true, prepared: true, handle: (*Server).getFloor},
+		{pattern: "/v1/collections/:id/floor/history", summary: "Floor history", bucket: bucketList, maxAge: 60, prepared: true, handle: (*Server).getFloorHistory},
 		{pattern: "/v1/collections/:id/listings", summary: "Active listings", bucket: bucketList, maxAge: 15, prepared: true, handle: (*Server).getListings},
 		{pattern: "/v1/collections/:id/sales", summary: "Completed sales", bucket: bucketList, maxAge: 30, prepared: true, handle: (*Server).getSales},
 		{pattern: "/v1/collections/:id/events", summary: "Change feed", bucket: bucketList, maxAge: 5, prepared: true, handle: (*Server).getEvents},

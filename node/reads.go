@@ -63,6 +63,11 @@ func (vs *Views) Floor(ctx context.Context, id string) (render.FloorView, error)
 	return read(vs, "floor", func(v *storeReads) (render.FloorView, error) { return v.Floor(ctx, id) })
 }
 
+// FloorHistory is httpapi.Reader's: a collection's observed floor history, from the views served.
+func (vs *Views) FloorHistory(ctx context.Context, id string) (render.FloorHistoryView, error) {
+	return read(vs, "floor history", func(v *storeReads) (render.FloorHistoryView, error) { return v.FloorHistory(ctx, id) })
+}
+
 // Listings is httpapi.Reader's: a listing snapshot, from the views served.
 func (vs *Views) Listings(ctx context.Context, id string, version uint64) (render.ListingsView, error) {
 	return read(vs, "listings", func(v *storeReads) (render.ListingsView, error) { return v.Listings(ctx, id, version) })

@@ -238,6 +238,23 @@ func TestGoClientAgainstNode(t *testing.T) {
 	assert.Equal(t, listings[0].Fees[0].Amount, floor.Fees[0].Amount, "the floor's row is the cheapest listing")
 	assert.Equal(t, listings[0].BuyerPrice, floor.BuyerPrice)
 
+	// The floor history holds what the floor showed: its latest observed
+	// close is the askFloor the floor endpoint serves.
+	hist, err := c.FloorHistory(ctx, many, client.FloorHistoryQuery{})
+	require.NoError(t, err)
+	assert.Equal(t, "1h", hist.Interval)
+	require.Len(t, hist.Points, 168, "a week of hours by default")
+	var last *readmodel.Price
+	for _, p := range hist.Points {
+		if p.Close != nil {
+			last = p.Close
+		}
+	}
+	require.NotNil(t, last, "the floor was observed")
+	assert.Equal(t, floor.AskFloor.Raw, last.Raw)
+	_, err = c.FloorHistory(ctx, many, client.FloorHistoryQuery{Interval: "1d", From: time.Now().AddDate(-1, 0, 0)})
+	assert.ErrorIs(t, err, client.ErrBadRequest, "a year of days is more than kept")
+
 	var sales []readmodel.MarketItem
 	saleKeys := map[string]bool{}
 	for s, err := range c.AllSales(ctx, many, 50) {

@@ -481,6 +481,8 @@ type FloorResult struct {
 	// AskFrom is the source askFloor came from: analytics, indexer-mirror
 	// or collection-index (the stored snapshot); "" when it is null.
 	AskFrom readmodel.Source
+	// AskRaw is askFloor's raw amount (canonical); "" when it is null.
+	AskRaw string
 }
 
 // floorJSON writes r as the floor view's body (asOf null: the API
@@ -538,6 +540,9 @@ func FloorJSON(in FloorInputs) FloorResult {
 		if resp.AskFloor != nil {
 			res.AskFrom = readmodel.SourceCollectionIndex
 		}
+	}
+	if resp.AskFloor != nil {
+		res.AskRaw = resp.AskFloor.Raw
 	}
 	var royalty int64
 	if in.RoyaltyBps != nil {

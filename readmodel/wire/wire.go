@@ -154,6 +154,28 @@ type ListingItem struct {
 	BuyerPrice *readmodel.Price `json:"buyerPrice"`
 }
 
+// FloorHistoryResponse is GET /v1/collections/{id}/floor/history: the
+// seller-ask floor as the node observed it, one point per interval from
+// From to To (both interval starts, RFC 3339 UTC).
+type FloorHistoryResponse struct {
+	CollectionID string       `json:"collectionId"`
+	Interval     string       `json:"interval"`
+	From         string       `json:"from"`
+	To           string       `json:"to"`
+	Points       []FloorPoint `json:"points"`
+}
+
+// FloorPoint is one interval of a floor history: the open, high, low and
+// close of askFloor within it (their usd null), all null when the floor
+// was not observed with a price in it.
+type FloorPoint struct {
+	Start string           `json:"start"`
+	Open  *readmodel.Price `json:"open"`
+	High  *readmodel.Price `json:"high"`
+	Low   *readmodel.Price `json:"low"`
+	Close *readmodel.Price `json:"close"`
+}
+
 // FloorResponse is GET /v1/collections/{id}/floor. Fees and BuyerPrice are
 // those of the floor's listing (nil when there is none).
 type FloorResponse struct {
