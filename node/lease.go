@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -177,12 +178,20 @@ func (c *leaseCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // MayRun is nil while this node holds the lease, else why it may not run
-// a cycle: another node holds it.
+// a cycle, as far as it knows: another node holds it, or none does (this
+// node's hold lapsed, or nobody took it yet) and this node is taking it.
 func (l *Lease) MayRun() error {
-	if !l.Held() {
-		return fmt.Errorf("standby: the ingest lease is held by %q; run the cycle there", l.State().Holder)
+	s := l.State()
+	switch {
+	case s.Held:
+		return nil
+	case s.Holder != "" && s.Holder != s.Node:
+		return fmt.Errorf("standby: the ingest lease is held by %q; run the cycle there", s.Holder)
+	case s.Holder == s.Node:
+		return errors.New("this node's hold on the ingest lease lapsed and no other holder is seen: it is taking the lease back; try again in a few seconds")
+	default:
+		return errors.New("nobody holds the ingest lease yet: this node is acquiring it; try again in a few seconds")
 	}
-	return nil
 }
 
 // LeaseSummary is what /admin/sources says of the ingest lease as v sees
