@@ -46,7 +46,7 @@ func (f *fenced) Publish(ctx context.Context, msg *readmodel.Message) error {
 }
 
 func notLeader() error {
-	return readmodel.Errorf(readmodel.UpstreamError, "ingest: standby: another ingest holds the lease")
+	return readmodel.Errorf(readmodel.UpstreamError, "ingest: standby: this process does not hold the ingest lease")
 }
 
 // leaseGate reports whether this process may run a cycle now. On the first

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -17,7 +18,8 @@ import (
 // to an embedded NATS server it starts with JetStream under
 // BusDir(cfg.DataDir) (loopback, a random port; closed last on
 // shutdown), else to cfg.NatsURL, with the client's reconnect
-// (bus.Connect; the connection is drained on shutdown). It then sets the
+// (bus.Connect; on shutdown the connection is drained within drainWait,
+// or closed at once when it reaches no server). It then sets the
 // streams up at cfg.StreamReplicas (bus.SetUpStreams). It fails when the
 // server cannot start, the first connection fails, or the streams cannot
 // be set up.
@@ -35,11 +37,39 @@ func OpenBus(ctx context.Context, n *Node, cfg config.Config, embedded bool, log
 	if err != nil {
 		return nil, nil, err
 	}
-	n.Add("nats-conn", func(ctx context.Context) error { return nc.Drain() })
+	n.Add("nats-conn", func(ctx context.Context) error { closeConn(ctx, nc); return nil })
 	if err := bus.SetUpStreams(ctx, js, cfg.StreamReplicas, log); err != nil {
 		return nil, nil, fmt.Errorf("ensure streams: %w", err)
 	}
 	return nc, js, nil
+}
+
+// drainWait bounds the drain of the bus connection on shutdown (the
+// last part before an embedded server): the consumers stopped before
+// it, so it only flushes what is in hand.
+const drainWait = 2 * time.Second
+
+// closeConn drains nc and waits until it is closed, at most drainWait
+// or until ctx ends, then closes it. A connection that reaches no server
+// has nothing it could drain (nats.go refuses to drain it, and it would
+// keep reconnecting for ever): it is closed at once.
+func closeConn(ctx context.Context, nc *nats.Conn) {
+	if nc.IsClosed() {
+		return
+	}
+	closed := nc.StatusChanged(nats.CLOSED)
+	defer nc.RemoveStatusListener(closed)
+	if !nc.IsConnected() || nc.Drain() != nil {
+		nc.Close()
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, drainWait)
+	defer cancel()
+	select {
+	case <-closed:
+	case <-ctx.Done():
+		nc.Close()
+	}
 }
 
 // BusReachable is the readiness check that nc is connected.

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -131,7 +132,9 @@ func (f *Feed) Sources() any { return f.in.Sources() }
 // node's views (if it has any) applied everything it published. It is
 // POST /admin/ingest, so it is bounded by the admin deadline: past it the
 // cycle is cancelled and the error is the context's (504). A standby
-// refuses, naming the holder. The node's own cycles are not bounded: see
+// refuses, naming the holder. With NATS unreachable it refuses, and a
+// cycle cut off from NATS fails, with one sentence saying so and that the
+// lease's state is unknown (unreachableError). The node's own cycles are not bounded: see
 // startupCycle.
 func (f *Feed) RunIngest(ctx context.Context) (any, error) {
 	ctx, cancel := f.adminDeadline(ctx)
@@ -164,6 +167,34 @@ func (f *Feed) startupCycle(ctx context.Context) error {
 	return err
 }
 
+// busDown is "" while the node's NATS connection is up, else its state
+// ("reconnecting", "closed").
+func (f *Feed) busDown() string {
+	nc := f.js.Conn()
+	if nc == nil || nc.IsConnected() {
+		return ""
+	}
+	return strings.ToLower(nc.Status().String())
+}
+
+// unreachableError is a cycle refused or cut short because the node
+// cannot reach NATS: its message is one plain sentence of what is known
+// (nothing can be published, and whether this node still holds the
+// ingest lease cannot be known) instead of the error the cycle met
+// first, which may blame the lease. It wraps that error (nil when the
+// cycle did not start), so a deadline stays a deadline.
+type unreachableError struct {
+	what   string // what became of the cycle
+	status string // the connection's state
+	err    error
+}
+
+func (e *unreachableError) Error() string {
+	return fmt.Sprintf("NATS is unreachable (connection %s), so this node can publish nothing and cannot know who holds the ingest lease: %s.", e.status, e.what)
+}
+
+func (e *unreachableError) Unwrap() error { return e.err }
+
 // adminDeadline bounds ctx by the admin deadline (none when it is 0).
 func (f *Feed) adminDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
 	if f.deadline <= 0 {
@@ -173,6 +204,9 @@ func (f *Feed) adminDeadline(ctx context.Context) (context.Context, context.Canc
 }
 
 func (f *Feed) run(ctx context.Context, full, purge bool) (any, error) {
+	if down := f.busDown(); down != "" {
+		return nil, &unreachableError{what: "no cycle was run", status: down}
+	}
 	if f.lease != nil {
 		if err := f.lease.MayRun(); err != nil {
 			return nil, err
@@ -190,6 +224,11 @@ func (f *Feed) run(ctx context.Context, full, purge bool) (any, error) {
 	}
 	sum, err := run(ctx)
 	if err != nil {
+		// A cycle cut off from the bus fails on whatever it met first
+		// (the lease's fence, a publish): say what happened instead.
+		if down := f.busDown(); down != "" {
+			return nil, &unreachableError{what: "the cycle stopped before it was published in full", status: down, err: err}
+		}
 		return nil, err
 	}
 	if f.serving != nil {

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -26,10 +27,16 @@ type Lease struct {
 	leadTerm atomic.Uint64  // the term whose first cycle this node published (Lead)
 }
 
+// releaseWait bounds the release of the lease on shutdown, so a bus
+// that stops answering meanwhile leaves the parts closed after it their
+// share of the shutdown.
+const releaseWait = 2 * time.Second
+
 // OpenLease opens the ingest lease as ID(cfg.NodeID), with period
 // cfg.IngestLease, and runs it until shutdown, when it is released (after
 // ingest stopped: parts close in reverse order) so a standby takes over
-// at once. Gaining and losing it are logged. It fails when the bucket
+// at once (not when NATS is unreachable then: the key lapses on its
+// own). Gaining and losing it are logged. It fails when the bucket
 // cannot be opened.
 func OpenLease(ctx context.Context, n *Node, js jetstream.JetStream, cfg config.Config, log zerolog.Logger) (*Lease, error) {
 	l := &Lease{log: log, changed: make(chan struct{}, 1)}
@@ -56,6 +63,14 @@ func OpenLease(ctx context.Context, n *Node, js jetstream.JetStream, cfg config.
 	n.Add("lease", func(ctx context.Context) error {
 		cancel()
 		<-done
+		if nc := js.Conn(); nc != nil && !nc.IsConnected() {
+			// Nothing can reach the bucket: the key lapses on its TTL, a
+			// period from the last renewal, and a standby takes over then.
+			pl.Warn().Msg("NATS unreachable: the ingest lease is not released; it lapses within one period")
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(ctx, releaseWait)
+		defer cancel()
 		return lease.Release(ctx)
 	})
 	return l, nil
@@ -177,12 +192,20 @@ func (c *leaseCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // MayRun is nil while this node holds the lease, else why it may not run
-// a cycle: another node holds it.
+// a cycle, as far as it knows: another node holds it, or none does (this
+// node's hold lapsed, or nobody took it yet) and this node is taking it.
 func (l *Lease) MayRun() error {
-	if !l.Held() {
-		return fmt.Errorf("standby: the ingest lease is held by %q; run the cycle there", l.State().Holder)
+	s := l.State()
+	switch {
+	case s.Held:
+		return nil
+	case s.Holder != "" && s.Holder != s.Node:
+		return fmt.Errorf("standby: the ingest lease is held by %q; run the cycle there", s.Holder)
+	case s.Holder == s.Node:
+		return errors.New("this node's hold on the ingest lease lapsed and no other holder is seen: it is taking the lease back; try again in a few seconds")
+	default:
+		return errors.New("nobody holds the ingest lease yet: this node is acquiring it; try again in a few seconds")
 	}
-	return nil
 }
 
 // LeaseSummary is what /admin/sources says of the ingest lease as v sees

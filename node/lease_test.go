@@ -66,3 +66,42 @@ func TestIngestReadinessFollowsTheLease(t *testing.T) {
 		}
 	}
 }
+
+// TestMayRunSaysWhatTheNodeKnows: a node that does not hold the lease
+// names another holder only when it has seen one; when its own hold
+// lapsed, or nobody took the lease yet, it says so.
+func TestMayRunSaysWhatTheNodeKnows(t *testing.T) {
+	ctx := context.Background()
+	js := bustest.MustConnect(t, bustest.MustStartServer(t), 1)
+	const period = time.Hour
+	var mu sync.Mutex
+	now := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	open := func(holder string) *Lease {
+		l, err := bus.OpenLease(ctx, js, bus.LeaseOptions{Holder: holder, Period: period, Now: clock})
+		require.NoError(t, err)
+		return &Lease{Lease: l, log: zerolog.Nop(), changed: make(chan struct{}, 1)}
+	}
+	a, b := open("a"), open("b")
+	steps := []struct {
+		name string
+		do   func()
+		l    *Lease
+		says string // "" may run
+	}{
+		{"nobody took it yet", func() {}, a, "nobody holds the ingest lease yet"},
+		{"held", func() { a.Step(ctx) }, a, ""},
+		{"a standby behind the holder", func() { b.Step(ctx) }, b, `held by "a"`},
+		{"its own hold lapsed", func() { mu.Lock(); now = now.Add(period); mu.Unlock() }, a, "this node's hold on the ingest lease lapsed"},
+	}
+	for _, s := range steps {
+		s.do()
+		err := s.l.MayRun()
+		if s.says == "" {
+			assert.NoError(t, err, s.name)
+			continue
+		}
+		require.Error(t, err, s.name)
+		assert.Contains(t, err.Error(), s.says, s.name)
+	}
+}

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -243,7 +244,9 @@ func (vs *Views) Verifying() string {
 // Stop ends the heal loop (waiting for a rebuild under way to give up)
 // and stops the projector of the views served: DESIGN's shutdown drains
 // the consumer before HTTP closes, and closes the store after it
-// (CloseStore). Past ctx it returns an Internal error.
+// (CloseStore). Past ctx it returns an Internal error; so it does past
+// projectorStopWait, unless NATS is unreachable, which holds the
+// projector's consumer (stopProjector): that is logged, and nil.
 func (vs *Views) Stop(ctx context.Context) error {
 	if vs.cancel != nil {
 		vs.cancel()
@@ -254,9 +257,46 @@ func (vs *Views) Stop(ctx context.Context) error {
 		}
 	}
 	if set := vs.cur.Load(); set != nil {
-		return set.proj.Close(ctx)
+		err := stopProjector(ctx, set.proj)
+		if err != nil && ctx.Err() == nil && vs.busDown() {
+			// Nothing in hand is lost: a batch commits with its position.
+			vs.log.Warn().Err(err).Msg("NATS unreachable: the projector's consumer is left to the process's exit")
+			return nil
+		}
+		return err
 	}
 	return nil
+}
+
+// busDown reports whether the views' NATS connection reaches no server.
+func (vs *Views) busDown() bool {
+	nc := vs.js.Conn()
+	return nc != nil && !nc.IsConnected()
+}
+
+// projectorStopWait bounds the projector's close on shutdown. Its
+// consumers' NATS client (nats.go's ordered consumer) holds their stop
+// while it recreates a consumer, which with no server answering takes a
+// request's 10 s and a retry's pause: waited for, that alone overran the
+// node's shutdown budget, and the store closed after it never was.
+const projectorStopWait = 4 * time.Second
+
+// stopProjector closes proj (cancel, then wait) for at most
+// projectorStopWait, or until ctx ends. Past it, it returns an Internal
+// error and leaves the close running: its context is cancelled, so its
+// loops end as soon as the client lets go, and a write they attempt
+// after the store closed fails (the position is not advanced).
+func stopProjector(ctx context.Context, proj interface{ Close(context.Context) error }) error {
+	ctx, cancel := context.WithTimeout(ctx, projectorStopWait)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- proj.Close(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return readmodel.Wrap(readmodel.Internal, ctx.Err(), fmt.Sprintf("the projector did not stop within %s (its NATS consumer is held by the bus)", projectorStopWait))
+	}
 }
 
 // CloseStore closes the store of the views served (after Stop).
