@@ -123,3 +123,16 @@ func (m *lagMonitor) progress() string {
 	}
 	return fmt.Sprintf("applied state %d of %d, sales %d of %d", m.applied.State, h.State, m.applied.Sales, h.Sales)
 }
+
+// position returns the applied position and the streams' heads at the
+// latest sample; ok is false when the heads are unknown (no sample yet, or
+// the bus could not be asked at the last one).
+func (m *lagMonitor) position() (applied, heads readmodel.Position, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	applied = m.applied
+	if m.busErr != nil || len(m.samples) == 0 {
+		return applied, heads, false
+	}
+	return applied, m.samples[len(m.samples)-1].heads, true
+}
