@@ -50,7 +50,7 @@ type Config struct {
 	// routed. It must be cheap: cmd/marketd passes a pace.Gate's Request,
 	// which tells the node's background work that reads are arriving.
 	OnRequest func()
-	// Status answers GET /v1/status; nil: that route answers 404.
+	// Status answers GET /v1/status; nil: that route answers 502.
 	Status StatusReader
 }
 
@@ -62,7 +62,7 @@ const DefaultCursorTTL = time.Hour
 type Server struct {
 	app *fiber.App
 	r   Reader
-	st  StatusReader // nil: GET /v1/status is 404
+	st  StatusReader // nil: GET /v1/status is 502
 	log zerolog.Logger
 	now func() time.Time
 	// injectedNow: Config.Now set a clock; else a request's start is its now.

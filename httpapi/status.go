@@ -20,7 +20,7 @@ type StatusReader interface {
 	Status(ctx context.Context) (wire.Status, error)
 }
 
-var errNoStatus = readmodel.Errorf(readmodel.NotFound, "this node publishes no status")
+var errNoStatus = readmodel.Errorf(readmodel.Internal, "this node publishes no status")
 
 // identStatus is the identity kind of GET /v1/status.
 const identStatus cursorKind = 'Z'
@@ -30,8 +30,8 @@ const identStatus cursorKind = 'Z'
 // and failing count; readiness; the applied position and the lag), so
 // the ETag moves exactly when the body does; it is built per request from
 // what the StatusReader holds (no memo: it is small, and the reader keeps
-// what is costly). Item bucket, s-maxage=10. Errors: 404 on a server
-// without a StatusReader, 502 when the node cannot read its views.
+// what is costly). Item bucket, s-maxage=10. Errors: 502 when the node
+// cannot read its views, or runs without a StatusReader.
 func (s *Server) getStatus(c *fiber.Ctx, rt *route, _ request) error {
 	if s.st == nil {
 		return errNoStatus
