@@ -31,4 +31,11 @@ type (
 	Event                      = wire.Event
 	Endpoint                   = wire.Endpoint
 	Index                      = wire.Index
+	SweepFees                  = wire.SweepFees
+	SweepTotals                = wire.SweepTotals
+	SweepQuote                 = wire.SweepQuote
+	SweepResponse              = wire.SweepResponse
+	SourceStatus               = wire.SourceStatus
+	NodeStatus                 = wire.NodeStatus
+	Status                     = wire.Status
 )
