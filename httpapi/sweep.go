@@ -53,20 +53,19 @@ func (s *Server) getSweep(c *fiber.Ctx, rt *route, rq request) error {
 	if len(items) > readmodel.ListingsCeiling {
 		items = items[:readmodel.ListingsCeiling]
 	}
+	live := func(i int) bool {
+		return i >= len(lv.ExpiresAt) || lv.ExpiresAt[i] == 0 || lv.ExpiresAt[i] > nowMs
+	}
 	var until int64 // when the clock changes this answer; 0: never
 	var liveTotal, expired uint64
-	picked := make([][]byte, 0, count)
 	for i := range items {
-		if i < len(lv.ExpiresAt) && lv.ExpiresAt[i] != 0 {
-			if lv.ExpiresAt[i] <= nowMs {
-				expired++
-				continue
-			}
-			until = earliest(until, lv.ExpiresAt[i]*int64(time.Millisecond))
+		if !live(i) {
+			expired++
+			continue
 		}
 		liveTotal++
-		if len(picked) < count {
-			picked = append(picked, items[i])
+		if i < len(lv.ExpiresAt) && lv.ExpiresAt[i] != 0 {
+			until = earliest(until, lv.ExpiresAt[i]*int64(time.Millisecond))
 		}
 	}
 	if lv.AllFailed && liveTotal == 0 {
@@ -91,6 +90,12 @@ func (s *Server) getSweep(c *fiber.Ctx, rt *route, rq request) error {
 	if hit {
 		s.keep(c, rq, id, nil, rt.cacheControl, rt.cdnCacheControl)
 		return nil
+	}
+	picked := make([][]byte, 0, count)
+	for i := 0; i < len(items) && len(picked) < count; i++ {
+		if live(i) {
+			picked = append(picked, items[i])
+		}
 	}
 	totals, err := render.SweepTotals(cv.Chain, picked)
 	if err != nil {
