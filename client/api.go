@@ -170,6 +170,29 @@ func (c *Client) Events(ctx context.Context, id string, q EventsQuery) (Page[Eve
 	return p, err
 }
 
+// Sweep is GET /v1/collections/{id}/sweep?count=N: what buying the count
+// cheapest listings of the current snapshot costs, each item with its
+// fees and buyerPrice, and their totals (a total is nil when a fee in it
+// is unknown). count 0 is the server's default (10); 1 to 50 otherwise.
+// A 502 (every listing source failed) is ErrUnknown.
+func (c *Client) Sweep(ctx context.Context, id string, count int) (SweepResponse, error) {
+	var r SweepResponse
+	var v url.Values
+	if count != 0 {
+		v = url.Values{"count": {strconv.Itoa(count)}}
+	}
+	err := c.get(ctx, collectionPath(id, "sweep"), v, &r)
+	return r, err
+}
+
+// Status is GET /v1/status: each upstream source's health as the
+// answering node's views hold it, and the node's readiness and lag.
+func (c *Client) Status(ctx context.Context) (Status, error) {
+	var e wire.Envelope[Status]
+	err := c.get(ctx, "/v1/status", nil, &e)
+	return e.Data, err
+}
+
 // Token is GET /v1/tokens/{chain}/{address}/{tokenId}. On Solana address
 // is the collection mint (the collection's contractAddress, case kept) and
 // tokenID the asset mint.

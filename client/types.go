@@ -33,4 +33,11 @@ type (
 	Event                      = wire.Event
 	Endpoint                   = wire.Endpoint
 	Index                      = wire.Index
+	SweepFees                  = wire.SweepFees
+	SweepTotals                = wire.SweepTotals
+	SweepQuote                 = wire.SweepQuote
+	SweepResponse              = wire.SweepResponse
+	SourceStatus               = wire.SourceStatus
+	NodeStatus                 = wire.NodeStatus
+	Status                     = wire.Status
 )

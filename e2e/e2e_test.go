@@ -164,6 +164,8 @@ func TestEdgeCache(t *testing.T) {
 		{"sales", "/v1/collections/" + id.collection + "/sales?limit=7", "public, s-maxage=30, stale-while-revalidate=60"},
 		{"token", id.tokenPath, "public, s-maxage=30, stale-while-revalidate=60"},
 		{"floor", "/v1/collections/" + id.collection + "/floor", "public, s-maxage=10, stale-while-revalidate=20"},
+		{"sweep", "/v1/collections/" + id.collection + "/sweep?count=5", "public, s-maxage=15, stale-while-revalidate=30"},
+		{"status", "/v1/status", "public, s-maxage=10, stale-while-revalidate=20"},
 	}
 	for _, tc := range classes {
 		t.Run(tc.name, func(t *testing.T) {

@@ -118,3 +118,16 @@ func BenchmarkEventsHead(b *testing.B) {
 	cur := h.srv.cursors.appendCursorUntil(nil, cursor{kind: cursorEvents, bind: testID, pos: "s190-0-x", offset: 190}, neverExpires)
 	benchRequest(b, h, "/v1/collections/"+testID+"/events?limit=25&cursor="+string(cur))
 }
+
+// BenchmarkSweep50 is a hot sweep quote of 50, answered from the page memo.
+func BenchmarkSweep50(b *testing.B) {
+	benchRequest(b, benchHarness(b), "/v1/collections/"+testID+"/sweep?count=50")
+}
+
+// BenchmarkSweep50Built builds the quote every time: the rows copied and
+// their totals decoded and added up.
+func BenchmarkSweep50Built(b *testing.B) {
+	h := benchHarness(b)
+	h.srv.memo = nil
+	benchRequest(b, h, "/v1/collections/"+testID+"/sweep?count=50")
+}

@@ -519,11 +519,11 @@ func documented(method, path string) bool {
 	path = strings.TrimSuffix(path, "/")
 	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
 	switch {
-	case path == "/v1", path == "/v1/openapi.json", path == "/v1/collections", path == "/v1/tokens":
+	case path == "/v1", path == "/v1/openapi.json", path == "/v1/collections", path == "/v1/tokens", path == "/v1/status":
 		return true
 	case len(segs) == 3 && segs[1] == "collections":
 		return true
-	case len(segs) == 4 && segs[1] == "collections" && (segs[3] == "floor" || segs[3] == "listings" || segs[3] == "sales" || segs[3] == "events"):
+	case len(segs) == 4 && segs[1] == "collections" && (segs[3] == "floor" || segs[3] == "listings" || segs[3] == "sales" || segs[3] == "events" || segs[3] == "sweep"):
 		return true
 	case len(segs) == 5 && segs[1] == "tokens":
 		return true

@@ -48,6 +48,7 @@ var pageRoutes = map[string]bool{
 	"/v1/collections/:id/listings": true,
 	"/v1/collections/:id/sales":    true,
 	"/v1/collections/:id/events":   true,
+	"/v1/collections/:id/sweep":    true,
 	"/v1/tokens":                   true,
 }
 
@@ -68,6 +69,7 @@ func TestRouteIdentity(t *testing.T) {
 		sales    = detail + "/sales?limit=5"
 		events   = detail + "/events?limit=25"
 		history  = detail + "/floor/history"
+		sweep    = detail + "/sweep?count=5"
 		token    = "/v1/tokens/ethereum/" + testContract + "/1"
 		batch    = "/v1/tokens?ids=ethereum/" + testContract + "/1,ethereum/" + testContract + "/2"
 	)
@@ -238,6 +240,46 @@ func TestRouteIdentity(t *testing.T) {
 			path:   func(h *harness) string { return next(h, detail+"/listings?limit=20") }, // the last page: no cursor of its own
 			change: func(h *harness) string { h.clock.Set(t0.Add(DefaultCursorTTL + 30*time.Second)); return "" }},
 
+		// GET /v1/collections/{id}/sweep: the listings page's identity,
+		// with count for limit and no position.
+		{name: "sweep: canonical id", route: "/v1/collections/:id/sweep", path: at(bySlug + "/sweep?count=5"), change: repoint},
+		{name: "sweep: collection version", route: "/v1/collections/:id/sweep", path: at(sweep), change: commit(func(r *fakeReader) {
+			cv := r.collections[testID]
+			cv.Version++
+			r.collections[testID] = cv
+		})},
+		{name: "sweep: snapshot version", route: "/v1/collections/:id/sweep", path: at(sweep), change: func(h *harness) string {
+			h.r.putListings(testID, listingsView(2, 30, nil))
+			h.r.bump()
+			return ""
+		}},
+		{name: "sweep: USD quote", route: "/v1/collections/:id/sweep", path: at(sweep), change: func(h *harness) string {
+			lv := listingsView(1, 30, nil)
+			lv.USD = 1
+			h.r.putListings(testID, lv)
+			h.r.bump()
+			return ""
+		}},
+		{name: "sweep: count", route: "/v1/collections/:id/sweep", path: at(sweep), change: to(detail + "/sweep?count=6")},
+		{name: "sweep: a listing expires", route: "/v1/collections/:id/sweep", path: at(sweep), change: clock(20 * time.Second), setup: func(h *harness) {
+			h.r.putListings(testID, listingsView(3, 30, func(i int) int64 {
+				if i == 0 {
+					return t0.Add(10 * time.Second).UnixMilli()
+				}
+				return 0
+			}))
+		}},
+		{name: "sweep: one beyond the ceiling expires", route: "/v1/collections/:id/sweep", path: at(sweep), change: clock(20 * time.Second), setup: func(h *harness) {
+			lv := listingsView(3, 30, nil)
+			lv.Listed, lv.BeyondExpires = 31, []int64{t0.Add(10 * time.Second).UnixMilli()}
+			h.r.putListings(testID, lv)
+		}},
+		{name: "sweep: asOf", route: "/v1/collections/:id/sweep", path: at(sweep), change: moveAsOf, setup: func(h *harness) {
+			lv := listingsView(1, 30, nil)
+			lv.AsOf = live
+			h.r.putListings(testID, lv)
+		}},
+
 		// GET /v1/collections/{id}/sales
 		{name: "sales: canonical id", route: "/v1/collections/:id/sales", path: at(bySlug + "/sales?limit=5"), change: repoint},
 		{name: "sales: position", route: "/v1/collections/:id/sales", path: at(sales), change: func(h *harness) string { return next(h, sales) }},
@@ -342,6 +384,9 @@ func TestRouteIdentity(t *testing.T) {
 	for _, rt := range routeTable() {
 		if rt.pattern == "/v1" || rt.pattern == "/v1/openapi.json" {
 			continue // static documents: one constant tag each
+		}
+		if rt.pattern == "/v1/status" {
+			continue // built per request from in-memory values, no memo: TestStatus
 		}
 		assert.True(t, covered[rt.pattern], "%s is cached: give it cases above", rt.pattern)
 	}

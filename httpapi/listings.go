@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 
 	"github.com/marketd/marketd/readmodel"
 )
@@ -137,20 +138,27 @@ func (s *Server) getListings(c *fiber.Ctx, rt *route, rq request) error {
 	}
 	appendPagination(resp, next, hasMore)
 	appendSnapshot(resp, asOf, listed, truncated)
-	if len(stale) > 0 {
-		resp.AppendBodyString(`,"meta":{"stale":true,"staleSources":[`)
-		for j, src := range stale {
-			if j > 0 {
-				resp.AppendBodyString(",")
-			}
-			resp.AppendBodyString(`"`)
-			resp.AppendBodyString(string(src))
-			resp.AppendBodyString(`"`)
-		}
-		resp.AppendBodyString("]}")
-	}
+	appendMeta(resp, stale)
 	resp.AppendBodyString("}")
 	s.rememberPage(c, id.key, h, id, nil, now)
 	s.keep(c, rq, id, nil, rt.cacheControl, rt.cdnCacheControl)
 	return nil
+}
+
+// appendMeta appends a listings snapshot's `,"meta":{…}` naming the stale
+// sources; nothing when none is (SPEC: meta only when a source degraded).
+func appendMeta(resp *fasthttp.Response, stale []readmodel.Source) {
+	if len(stale) == 0 {
+		return
+	}
+	resp.AppendBodyString(`,"meta":{"stale":true,"staleSources":[`)
+	for j, src := range stale {
+		if j > 0 {
+			resp.AppendBodyString(",")
+		}
+		resp.AppendBodyString(`"`)
+		resp.AppendBodyString(string(src))
+		resp.AppendBodyString(`"`)
+	}
+	resp.AppendBodyString("]}")
 }

@@ -19,23 +19,29 @@ var (
 // present, it must be a decimal integer from 1 to MaxPageLimit (out of range is rejected, not
 // clamped).
 func queryLimit(c *fiber.Ctx) (int, error) {
+	return queryBounded(c, "limit", readmodel.DefaultPageLimit, readmodel.MaxPageLimit, errLimit)
+}
+
+// queryBounded parses query parameter name: absent → def; present, it
+// must be a decimal integer from 1 to max, else err.
+func queryBounded(c *fiber.Ctx, name string, def, max int, err error) (int, error) {
 	args := c.Context().QueryArgs()
-	if !args.Has("limit") {
-		return readmodel.DefaultPageLimit, nil
+	if !args.Has(name) {
+		return def, nil
 	}
-	v := args.Peek("limit")
+	v := args.Peek(name)
 	if len(v) == 0 || len(v) > 4 {
-		return 0, errLimit
+		return 0, err
 	}
 	n := 0
 	for _, ch := range v {
 		if ch < '0' || ch > '9' {
-			return 0, errLimit
+			return 0, err
 		}
 		n = n*10 + int(ch-'0')
 	}
-	if n < 1 || n > readmodel.MaxPageLimit {
-		return 0, errLimit
+	if n < 1 || n > max {
+		return 0, err
 	}
 	return n, nil
 }

@@ -50,6 +50,8 @@ type Config struct {
 	// routed. It must be cheap: cmd/marketd passes a pace.Gate's Request,
 	// which tells the node's background work that reads are arriving.
 	OnRequest func()
+	// Status answers GET /v1/status; nil: that route answers 502.
+	Status StatusReader
 }
 
 // DefaultCursorTTL is the cursor lifetime when Config.CursorTTL is zero.
@@ -60,6 +62,7 @@ const DefaultCursorTTL = time.Hour
 type Server struct {
 	app *fiber.App
 	r   Reader
+	st  StatusReader // nil: GET /v1/status is 502
 	log zerolog.Logger
 	now func() time.Time
 	// injectedNow: Config.Now set a clock; else a request's start is its now.
@@ -140,6 +143,7 @@ func New(cfg Config, r Reader, log zerolog.Logger) (*Server, error) {
 	}
 	s := &Server{
 		r:            r,
+		st:           cfg.Status,
 		log:          log.With().Str("component", "httpapi").Logger(),
 		now:          cfg.Now,
 		injectedNow:  injectedNow,

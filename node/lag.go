@@ -123,3 +123,18 @@ func (m *lagMonitor) progress() string {
 	}
 	return fmt.Sprintf("applied state %d of %d, sales %d of %d", m.applied.State, h.State, m.applied.Sales, h.Sales)
 }
+
+// position returns the projector's applied position now and the
+// streams' heads at the latest sample; ok is false when the heads are
+// unknown (no sample yet, or the bus could not be asked at the last one).
+// The position is read, not sampled: a status read right after an apply
+// shows it.
+func (m *lagMonitor) position() (applied, heads readmodel.Position, ok bool) {
+	applied = m.p.Applied()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.busErr != nil || len(m.samples) == 0 {
+		return applied, heads, false
+	}
+	return applied, m.samples[len(m.samples)-1].heads, true
+}

@@ -69,6 +69,7 @@ func OpenServing(ctx context.Context, n *Node, js jetstream.JetStream, cfg confi
 		s.Views.join = func(ctx context.Context, dir string) bool { return restoreViews(ctx, snaps, dir, sopts, log) }
 	}
 	registerStoreMetrics(reg, s.Views)
+	lag := newLagMonitor(s.Views, js, cfg.PollInterval)
 	api, err := httpapi.New(httpapi.Config{
 		RateList: cfg.RateList, RateItem: cfg.RateItem, RateIPv6Prefix: cfg.RateIPv6Prefix,
 		TrustedProxies: cfg.TrustedProxies,
@@ -76,6 +77,7 @@ func OpenServing(ctx context.Context, n *Node, js jetstream.JetStream, cfg confi
 		RowRetention: cfg.RowRetention,
 		Registry:     reg,
 		OnRequest:    s.gate.Request,
+		Status:       &publicStatus{views: s.Views, lag: lag, ready: ready},
 	}, s.Views, log.With().Str("part", "api").Logger())
 	if err != nil {
 		return nil, fmt.Errorf("api: %w", err)
@@ -100,7 +102,6 @@ func OpenServing(ctx context.Context, n *Node, js jetstream.JetStream, cfg confi
 	n.Add("snapshot", s.snap.Close)
 
 	registerProjectorMetrics(reg, s.Views, js)
-	lag := newLagMonitor(s.Views, js, cfg.PollInterval)
 	go lag.run(ctx)
 	ready.Require(s.Views.NotReady)
 	ready.RequireServing(lag.reason)

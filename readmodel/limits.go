@@ -31,3 +31,11 @@ const ListingsCeiling = 250
 // OrderBookMax is how many eligible native rows the order book contributes
 // per collection (SPEC §8).
 const OrderBookMax = 200
+
+// Sweep quote sizes (GET /v1/collections/{id}/sweep, beyond SPEC): the
+// count parameter defaults to DefaultSweepCount and must be from 1 to
+// MaxSweepCount.
+const (
+	DefaultSweepCount = 10
+	MaxSweepCount     = 50
+)

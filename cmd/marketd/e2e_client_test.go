@@ -254,6 +254,44 @@ func TestGoClientAgainstNode(t *testing.T) {
 	assert.Equal(t, floor.AskFloor.Raw, last.Raw)
 	_, err = c.FloorHistory(ctx, many, client.FloorHistoryQuery{Interval: "1d", From: time.Now().AddDate(-1, 0, 0)})
 	assert.ErrorIs(t, err, client.ErrBadRequest, "a year of days is more than kept")
+	// Sweep: the first rows of the listings feed (the same snapshot: the
+	// market has not moved since the walk), and their exact sums.
+	sw, err := c.Sweep(ctx, many, 5)
+	require.NoError(t, err)
+	assert.Equal(t, many, sw.Data.CollectionID)
+	assert.Equal(t, 5, sw.Data.Count)
+	require.Len(t, sw.Data.Items, min(5, len(listings)))
+	asks, buyer := new(big.Int), new(big.Int)
+	for i, it := range sw.Data.Items {
+		assert.Equal(t, listings[i], it, "row %d is the listings feed's", i)
+		assertListingItem(t, it, detail.RoyaltyBps != nil)
+		addRaw(t, asks, &it.Price)
+		addRaw(t, buyer, it.BuyerPrice)
+	}
+	assert.Equal(t, asks.String(), sw.Data.Totals.Asks.Raw)
+	assert.Equal(t, page.Snapshot.ListedCount, sw.Snapshot.ListedCount)
+	if detail.RoyaltyBps != nil {
+		require.NotNil(t, sw.Data.Totals.BuyerPrice)
+		assert.Equal(t, buyer.String(), sw.Data.Totals.BuyerPrice.Raw)
+	} else {
+		assert.Nil(t, sw.Data.Totals.BuyerPrice, "an unknown royalty: no total")
+	}
+	_, err = c.Sweep(ctx, many, 51)
+	assert.ErrorIs(t, err, client.ErrBadRequest)
+	_, err = c.Sweep(ctx, "no-such-collection", 0)
+	assert.ErrorIs(t, err, client.ErrNotFound)
+
+	// Status: every source healthy, the views applied the cycles.
+	st, err := c.Status(ctx)
+	require.NoError(t, err)
+	assert.True(t, st.Node.Ready)
+	assert.Positive(t, st.Node.Applied.State)
+	require.Len(t, st.Sources, len(readmodel.Sources))
+	for _, src := range st.Sources {
+		assert.True(t, src.Healthy, src.Source)
+		assert.Zero(t, src.FailingCollections, src.Source)
+		assertTime(t, src.LastSuccess, string(src.Source)+" lastSuccess")
+	}
 
 	var sales []readmodel.MarketItem
 	saleKeys := map[string]bool{}
@@ -416,6 +454,18 @@ func TestGoClientAgainstNode(t *testing.T) {
 		var apiErr *client.Error
 		require.True(t, errors.As(err, &apiErr))
 		assert.Equal(t, readmodel.UpstreamError, apiErr.Code)
+		_, err = c.Sweep(ctx, e.id(t, sim.EdgeNoListings), 0)
+		require.ErrorIs(t, err, client.ErrUnknown, "the sweep follows the listings rule")
+		st, err := c.Status(ctx)
+		require.NoError(t, err)
+		failing := map[readmodel.Source]int{}
+		for _, src := range st.Sources {
+			if !src.Healthy {
+				failing[src.Source] = src.FailingCollections
+			}
+		}
+		assert.Positive(t, failing[readmodel.SourceOrderBook], "the order book fails for its collections")
+		assert.Positive(t, failing[readmodel.SourceIndexerMirror])
 	})
 }
 
@@ -438,4 +488,15 @@ func TestGoClientRateLimited(t *testing.T) {
 	assert.GreaterOrEqual(t, apiErr.RetryAfter.Seconds(), 1.0)
 	assert.LessOrEqual(t, apiErr.RetryAfter.Seconds(), 60.0)
 	assert.False(t, apiErr.Reset.IsZero())
+}
+
+// addRaw adds p's raw amount to sum (nothing for nil).
+func addRaw(t *testing.T, sum *big.Int, p *readmodel.Price) {
+	t.Helper()
+	if p == nil {
+		return
+	}
+	n, ok := new(big.Int).SetString(p.Raw, 10)
+	require.True(t, ok, p.Raw)
+	sum.Add(sum, n)
 }

@@ -76,6 +76,16 @@ async function main(): Promise<void> {
   check(token.data.collectionId === id, "token collection");
   check(["wallet", "custody", "unknown"].includes(token.data.owner.kind), "owner.kind");
 
+  const sweep = await call<Ok<"/v1/collections/{id}/sweep">>(`/v1/collections/${encodeURIComponent(id)}/sweep?count=5`);
+  check(sweep.data.items.length > 0 && sweep.data.items.length <= 5, "sweep items");
+  check(/^[0-9]+$/.test(sweep.data.totals.asks.raw), "sweep totals.asks.raw is an integer string");
+  const badCount = await call<ErrorBody>(`/v1/collections/${encodeURIComponent(id)}/sweep?count=51`, 400);
+  check(badCount.error.code === "bad_request", "sweep count out of range");
+
+  const status = await call<Ok<"/v1/status">>("/v1/status");
+  check(status.data.sources.length > 0, "status sources");
+  check(typeof status.data.node.ready === "boolean", "status node.ready");
+
   const missing = await call<ErrorBody>("/v1/collections/ts-no-such-collection", 404);
   check(missing.error.code === "not_found", "404 error body");
   const bad = await call<ErrorBody>("/v1/collections?limit=0", 400);

@@ -176,6 +176,45 @@ type FloorPoint struct {
 	Close *readmodel.Price `json:"close"`
 }
 
+// SweepFees are a sweep quote's fees added up by kind; a total is nil
+// (null) when a fee of its kind is unknown (a royalty of a collection
+// whose royaltyBps is null), never a guess. A kind no item carries totals
+// zero.
+type SweepFees struct {
+	Platform   *readmodel.Price `json:"platform"`
+	Royalty    *readmodel.Price `json:"royalty"`
+	Aggregator *readmodel.Price `json:"aggregator"`
+}
+
+// SweepTotals are what buying every item of a sweep quote costs: the asks,
+// the fees by kind and what the buyer pays (nil when a fee is unknown).
+// Raw amounts are exact sums of the items'; a usd is the sum of the
+// items' usd values, null when any of them is (or there are none).
+type SweepTotals struct {
+	Asks       readmodel.Price  `json:"asks"`
+	Fees       SweepFees        `json:"fees"`
+	BuyerPrice *readmodel.Price `json:"buyerPrice"`
+}
+
+// SweepQuote is GET /v1/collections/{id}/sweep's data: the count cheapest
+// listings of the current snapshot (fewer when fewer are live), each a
+// row of the listings feed, and their totals.
+type SweepQuote struct {
+	CollectionID string        `json:"collectionId"`
+	Count        int           `json:"count"` // as asked
+	Items        []ListingItem `json:"items"`
+	Totals       SweepTotals   `json:"totals"`
+}
+
+// SweepResponse is GET /v1/collections/{id}/sweep: the quote, the snapshot
+// it was cut from and, as on the listings page, meta only when a listing
+// source is stale.
+type SweepResponse struct {
+	Data     SweepQuote `json:"data"`
+	Snapshot Snapshot   `json:"snapshot"`
+	Meta     *Meta      `json:"meta,omitempty"`
+}
+
 // FloorResponse is GET /v1/collections/{id}/floor. Fees and BuyerPrice are
 // those of the floor's listing (nil when there is none).
 type FloorResponse struct {
@@ -302,4 +341,33 @@ type Index struct {
 	Version       string     `json:"version"`
 	Documentation string     `json:"documentation"`
 	Endpoints     []Endpoint `json:"endpoints"`
+}
+
+// SourceStatus is one upstream source in GET /v1/status, as the node's
+// views hold its polls.
+type SourceStatus struct {
+	Source  readmodel.Source `json:"source"`
+	Healthy bool             `json:"healthy"` // no poll of it is failing
+	// LastSuccess is when a poll of it last succeeded (nil: none known).
+	LastSuccess *string `json:"lastSuccess"`
+	// FailingCollections counts the collections its per-collection poll
+	// currently fails for; 0 for a source polled once for every
+	// collection (then Healthy alone says it fails).
+	FailingCollections int `json:"failingCollections"`
+}
+
+// NodeStatus is the answering node's own state in GET /v1/status.
+type NodeStatus struct {
+	Ready bool `json:"ready"` // what /readyz says, without its reason
+	// Applied is the last stream sequence its views applied, per stream.
+	Applied readmodel.Position `json:"applied"`
+	// Behind is how many messages the streams held beyond Applied when
+	// their heads were last read; nil when they could not be read.
+	Behind *readmodel.Position `json:"behind"`
+}
+
+// Status is GET /v1/status's data: every source's health and the node's.
+type Status struct {
+	Sources []SourceStatus `json:"sources"`
+	Node    NodeStatus     `json:"node"`
 }
