@@ -53,4 +53,4 @@ fuzz:
 	./scripts/fuzz $(FUZZTIME)
 
 clean:
-	rm -rf bin data bench-results soak-results reliability-results
+	rm -rf bin data bench-results soak-results reliability-results e2e-results

@@ -63,7 +63,7 @@ type AdminServer struct {
 }
 
 // NewAdmin builds the admin listener over a, serving reg at /metrics (nil
-// reg serves an empty registry).
+// reg serves a registry of its own), to which it adds marketd_ready.
 func NewAdmin(a Admin, reg *prometheus.Registry, log zerolog.Logger) *AdminServer {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -83,6 +83,16 @@ func NewAdmin(a Admin, reg *prometheus.Registry, log zerolog.Logger) *AdminServe
 		}
 		writeAdminJSON(w, http.StatusOK, map[string]bool{"ready": true})
 	})
+	// What /readyz answers, for alerting (deploy/prometheus). A second
+	// admin server on the same registry keeps the first one's gauge.
+	_ = reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marketd_ready",
+		Help: "1 when the node is ready (/readyz answers 200), else 0; /readyz says why not."},
+		func() float64 {
+			if ready, _ := a.Readiness(); ready {
+				return 1
+			}
+			return 0
+		}))
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	// Profiles are safe here: the admin listener is loopback-only by default.
 	s.mux.HandleFunc("GET /debug/pprof/", pprof.Index)

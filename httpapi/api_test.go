@@ -52,13 +52,13 @@ func TestIndex(t *testing.T) {
 	d := res.json(t)["data"].(map[string]any)
 	assert.Equal(t, "marketd", d["name"])
 	assert.Equal(t, "1.0.0", d["version"])
-	assert.Equal(t, "/v1/openapi.json", d["documentation"])
+	assert.Equal(t, "/v1/docs", d["documentation"])
 	var paths []string
 	for _, e := range d["endpoints"].([]any) {
 		paths = append(paths, e.(map[string]any)["path"].(string))
 	}
 	assert.ElementsMatch(t, []string{
-		"/v1", "/v1/openapi.json", "/v1/collections", "/v1/collections/{id}", "/v1/collections/{id}/floor",
+		"/v1", "/v1/openapi.json", "/v1/docs", "/v1/docs/redoc-2.5.4.standalone.js", "/v1/collections", "/v1/collections/{id}", "/v1/collections/{id}/floor",
 		"/v1/collections/{id}/floor/history", "/v1/collections/{id}/listings", "/v1/collections/{id}/sales", "/v1/collections/{id}/events", "/v1/tokens", "/v1/tokens/{chain}/{address}/{tokenId}",
 		"/v1/collections/{id}/sweep", "/v1/status",
 	}, paths)

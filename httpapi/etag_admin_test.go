@@ -288,6 +288,15 @@ func TestReadyzSaysWhy(t *testing.T) {
 			assert.Equal(t, tc.status, rec.Code)
 			assert.Contains(t, rec.Body.String(), tc.body)
 			assert.Equal(t, "no-store", rec.Header().Get("Cache-Control"))
+
+			// marketd_ready says the same, for alerting.
+			rec = httptest.NewRecorder()
+			srv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+			want := "marketd_ready 0\n"
+			if tc.reason == "" {
+				want = "marketd_ready 1\n"
+			}
+			assert.Contains(t, rec.Body.String(), want)
 		})
 	}
 }

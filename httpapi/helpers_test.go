@@ -519,7 +519,7 @@ func documented(method, path string) bool {
 	path = strings.TrimSuffix(path, "/")
 	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
 	switch {
-	case path == "/v1", path == "/v1/openapi.json", path == "/v1/collections", path == "/v1/tokens", path == "/v1/status":
+	case path == "/v1", path == "/v1/openapi.json", path == "/v1/docs", path == docsScriptPath, path == "/v1/collections", path == "/v1/tokens", path == "/v1/status":
 		return true
 	case len(segs) == 3 && segs[1] == "collections":
 		return true

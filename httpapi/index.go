@@ -28,7 +28,7 @@ func buildIndex(routes []*route) []byte {
 	}
 	body.Data.Name = "marketd"
 	body.Data.Version = APIVersion
-	body.Data.Documentation = "/v1/openapi.json"
+	body.Data.Documentation = "/v1/docs"
 	body.Data.Endpoints = []indexEndpoint{}
 	for _, rt := range routes {
 		body.Data.Endpoints = append(body.Data.Endpoints, indexEndpoint{

@@ -28,6 +28,10 @@ type route struct {
 	summary string
 	bucket  bucket
 	maxAge  int // s-maxage in seconds; stale-while-revalidate is twice it
+	// immutable marks a versioned static asset: cached by browsers and
+	// edges for a year as immutable, as full pages of the change feed are
+	// (maxAge is not used).
+	immutable bool
 	// never502 marks endpoints that SPEC §7 says never answer 502 (detail,
 	// floor, token, index, openapi): a node failure there answers 404.
 	never502 bool
@@ -47,6 +51,8 @@ func routeTable() []*route {
 	return []*route{
 		{pattern: "/v1", summary: "API index", bucket: bucketItem, maxAge: 3600, never502: true, handle: (*Server).getIndex},
 		{pattern: "/v1/openapi.json", summary: "OpenAPI 3.1 description", bucket: bucketItem, maxAge: 3600, never502: true, handle: (*Server).getOpenAPI},
+		{pattern: "/v1/docs", summary: "API reference (HTML)", bucket: bucketItem, maxAge: 300, never502: true, handle: (*Server).getDocs},
+		{pattern: docsScriptPath, summary: "Script of the API reference page", bucket: bucketItem, immutable: true, never502: true, handle: (*Server).getDocsScript},
 		{pattern: "/v1/collections", summary: "Browse collections", bucket: bucketList, maxAge: 60, handle: (*Server).getCollections},
 		{pattern: "/v1/collections/:id", summary: "Collection detail", bucket: bucketItem, maxAge: 30, never502: true, prepared: true, handle: (*Server).getCollection},
 		{pattern: "/v1/collections/:id/floor", summary: "Collection floor", bucket: bucketItem, maxAge: 10, never502: true, prepared: true, handle: (*Server).getFloor},
@@ -80,6 +86,9 @@ func (s *Server) register() {
 	for _, rt := range s.routes {
 		rt.cacheControl = []byte("public, s-maxage=" + strconv.Itoa(rt.maxAge) + ", stale-while-revalidate=" + strconv.Itoa(2*rt.maxAge))
 		rt.cdnCacheControl = []byte("max-age=" + strconv.Itoa(rt.maxAge) + ", stale-while-revalidate=" + strconv.Itoa(2*rt.maxAge))
+		if rt.immutable {
+			rt.cacheControl, rt.cdnCacheControl = immutableCacheControl, immutableCDNCacheControl
+		}
 		rt.obs = s.metrics.route(rt.pattern)
 		s.app.Add(fiber.MethodGet, rt.pattern, s.serve(rt))
 		s.app.Add(fiber.MethodHead, rt.pattern, s.serve(rt)) // fasthttp sends no body for HEAD

@@ -154,23 +154,29 @@ func (b BucketLease) LeaseState(ctx context.Context) (bus.LeaseState, error) {
 }
 
 // RegisterLeaseMetrics exposes who holds the ingest lease as v sees it
-// (marketd_ingest_lease_holder) and, when v is this node's own Lease,
+// (marketd_ingest_lease_holder, and marketd_ingest_lease_holders, 0 when
+// nobody holds it) and, when v is this node's own Lease,
 // whether this node (named node) holds it (marketd_ingest_lease_held).
 func RegisterLeaseMetrics(reg prometheus.Registerer, v LeaseView, node string) {
 	reg.MustRegister(&leaseCollector{v: v,
 		held: prometheus.NewDesc("marketd_ingest_lease_held", "1 when this node holds the ingest lease (polls and publishes), 0 when it stands by.",
 			nil, prometheus.Labels{"node": node}),
-		holder: prometheus.NewDesc("marketd_ingest_lease_holder", "The node that holds the ingest lease, as this node last saw it (value 1).", []string{"holder"}, nil),
+		holder:  prometheus.NewDesc("marketd_ingest_lease_holder", "The node that holds the ingest lease, as this node last saw it (value 1).", []string{"holder"}, nil),
+		holders: prometheus.NewDesc("marketd_ingest_lease_holders", "How many nodes hold the ingest lease as this node last saw it: 1, or 0 when none does (nothing polls the upstreams).", nil, nil),
 	})
 }
 
 // leaseCollector reads the lease at scrape time.
 type leaseCollector struct {
-	v            LeaseView
-	held, holder *prometheus.Desc
+	v                     LeaseView
+	held, holder, holders *prometheus.Desc
 }
 
-func (c *leaseCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.held; ch <- c.holder }
+func (c *leaseCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.held
+	ch <- c.holder
+	ch <- c.holders
+}
 
 func (c *leaseCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -186,9 +192,12 @@ func (c *leaseCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(c.held, prometheus.GaugeValue, v)
 	}
+	holders := 0.0
 	if s.Holder != "" {
+		holders = 1
 		ch <- prometheus.MustNewConstMetric(c.holder, prometheus.GaugeValue, 1, s.Holder)
 	}
+	ch <- prometheus.MustNewConstMetric(c.holders, prometheus.GaugeValue, holders)
 }
 
 // MayRun is nil while this node holds the lease, else why it may not run

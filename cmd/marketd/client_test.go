@@ -134,7 +134,7 @@ func assertCORS(t *testing.T, r resp) {
 }
 
 // documentedPath matches the paths the OpenAPI document describes.
-var documentedPath = regexp.MustCompile(`^/v1(/openapi\.json|/collections(/[^/]+(/(floor|listings|sales|events))?)?|/tokens(/[^/]+/[^/]+/[^/]+)?)?$`)
+var documentedPath = regexp.MustCompile(`^/v1(/openapi\.json|/docs(/[^/]+)?|/collections(/[^/]+(/(floor|listings|sales|events))?)?|/tokens(/[^/]+/[^/]+/[^/]+)?)?$`)
 
 var (
 	oaOnce sync.Once

@@ -154,7 +154,7 @@ func TestGoClientAgainstNode(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "marketd", idx.Name)
 	assert.Equal(t, httpapi.APIVersion, idx.Version)
-	assert.Equal(t, "/v1/openapi.json", idx.Documentation)
+	assert.Equal(t, "/v1/docs", idx.Documentation)
 	var listed []string
 	for _, ep := range idx.Endpoints {
 		assert.Equal(t, http.MethodGet, ep.Method)
@@ -440,6 +440,16 @@ func TestGoClientAgainstNode(t *testing.T) {
 	assert.ErrorIs(t, err, client.ErrBadRequest)
 	_, err = c.Tokens(ctx)
 	assert.ErrorIs(t, err, client.ErrBadRequest, "no ids")
+
+	// The reference page and its script are for browsers, not the client:
+	// read them over the same recording transport.
+	hc := &http.Client{Transport: rec, Timeout: 30 * time.Second}
+	for _, p := range []string{"/v1/docs", "/v1/docs/redoc-2.5.4.standalone.js"} {
+		res, err := hc.Get(e.API + p)
+		require.NoError(t, err)
+		_ = res.Body.Close()
+		assert.Equal(t, http.StatusOK, res.StatusCode, p)
+	}
 
 	assert.Empty(t, rec.unanswered(), "every documented endpoint answered the client")
 

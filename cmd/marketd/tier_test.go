@@ -193,6 +193,8 @@ func TestTierSurvivesLosingAServerAndAnIngest(t *testing.T) {
 	require.Equal(t, "ingest-a", leaseHolder(t, s1), "the first ingest holds the lease")
 	assert.Equal(t, float64(1), metric(string(get(t, ingA.Admin+"/metrics").Body), `marketd_ingest_lease_held{node="ingest-a"}`))
 	assert.Equal(t, float64(0), metric(string(get(t, ingB.Admin+"/metrics").Body), `marketd_ingest_lease_held{node="ingest-b"}`))
+	assert.Equal(t, float64(1), metric(string(get(t, s1.Admin+"/metrics").Body), `marketd_ingest_lease_holders`), "a serve node sees the holder")
+	assert.Equal(t, float64(1), metric(string(get(t, s1.Admin+"/metrics").Body), `marketd_ready`))
 	r := post(t, ingB.Admin+"/admin/ingest", "")
 	assert.Equal(t, 503, r.Status, "a standby refuses to run a cycle: %s", r.Body)
 
