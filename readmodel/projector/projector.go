@@ -232,7 +232,11 @@ func (p *Projector) Close(ctx context.Context) error {
 	if p.cancel != nil {
 		p.cancel()
 	}
-	p.stopIters()
+	// Stopping a stream's iterator waits while nats.go recreates its
+	// consumer (seconds, when the servers are restarting or gone); the
+	// loops end on the cancelled context without it, so Close waits for
+	// them and lets the stops finish on their own.
+	go p.stopIters()
 	done := make(chan struct{})
 	go func() { p.wg.Wait(); close(done) }()
 	select {
@@ -243,13 +247,16 @@ func (p *Projector) Close(ctx context.Context) error {
 	}
 }
 
+// stopIters stops both streams' iterators; the stops run outside applyMu,
+// which a stop that waits for nats.go would otherwise hold.
 func (p *Projector) stopIters() {
 	p.applyMu.Lock()
-	defer p.applyMu.Unlock()
-	for i, it := range p.iters {
+	its := p.iters
+	p.iters = [2]jetstream.MessagesContext{}
+	p.applyMu.Unlock()
+	for _, it := range its {
 		if it != nil {
 			it.Stop()
-			p.iters[i] = nil
 		}
 	}
 }
@@ -394,7 +401,12 @@ func (p *Projector) heads(ctx context.Context) (readmodel.Position, error) {
 func (p *Projector) startIter(ctx context.Context, i int) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}
+	// One attempt at recreating the consumer inside nats.go: its own
+	// retries hold the iterator's lock between attempts (up to 10 s
+	// apart), so stopping the iterator, and with it the node, waited for
+	// them. A failed attempt comes back as an error from Next, and the
+	// loops recreate the consumer themselves, on their context.
+	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy, MaxResetAttempts: 1}
 	if seq := p.pos[i].Seq; seq > 0 {
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, seq+1
 	}
@@ -405,6 +417,10 @@ func (p *Projector) startIter(ctx context.Context, i int) error {
 	it, err := c.Messages(jetstream.PullMaxMessages(256))
 	if err != nil {
 		return readmodel.Wrap(readmodel.UpstreamError, err, "consume "+streamNames[i])
+	}
+	if ctx.Err() != nil { // closed meanwhile: stopIters has run
+		go it.Stop()
+		return nil
 	}
 	p.iters[i] = it
 	return nil
@@ -422,6 +438,7 @@ func (p *Projector) consume(ctx context.Context, i int) {
 	defer r.close() // Close waits for every goroutine of the loop
 	idle := 0
 	var seen uint64 // the stream's head at the last stall check of this idle spell (stalled)
+	restarts := 0   // consecutive failed restarts of the consumer
 	// applyFailed re-consumes from the applied position after an apply
 	// failed.
 	applyFailed := func(it jetstream.MessagesContext, err error) {
@@ -444,9 +461,15 @@ func (p *Projector) consume(ctx context.Context, i int) {
 		p.applyMu.Unlock()
 		if it == nil {
 			if err := p.restart(ctx, i); err != nil {
-				log.Warn().Err(err).Msg("restart consumer")
+				// Once an outage, then every 30 tries: the bus's own
+				// state is in /readyz and /metrics meanwhile.
+				if restarts++; restarts%30 == 1 {
+					log.Warn().Err(err).Int("tries", restarts).Msg("restart consumer")
+				}
 				sleep(ctx, time.Second)
+				continue
 			}
+			restarts = 0
 			continue
 		}
 		m, err := it.Next(jetstream.NextMaxWait(r.wait(time.Second)))
@@ -543,10 +566,13 @@ func stalledPast(prev, head, applied uint64) bool {
 
 func (p *Projector) dropIter(i int, it jetstream.MessagesContext) {
 	p.applyMu.Lock()
-	defer p.applyMu.Unlock()
-	if p.iters[i] == it {
-		it.Stop()
+	mine := p.iters[i] == it
+	if mine {
 		p.iters[i] = nil
+	}
+	p.applyMu.Unlock()
+	if mine {
+		it.Stop()
 	}
 }
 
