@@ -82,6 +82,12 @@ async function main(): Promise<void> {
   const badCount = await call<ErrorBody>(`/v1/collections/${encodeURIComponent(id)}/sweep?count=51`, 400);
   check(badCount.error.code === "bad_request", "sweep count out of range");
 
+  const history = await call<Ok<"/v1/collections/{id}/floor/history">>(`/v1/collections/${encodeURIComponent(id)}/floor/history`);
+  check(history.data.points.length === 168, "floor history: a week of hours");
+  check(history.data.points.some((p) => p.close !== null), "floor history: the floor was observed");
+  const badInterval = await call<ErrorBody>(`/v1/collections/${encodeURIComponent(id)}/floor/history?interval=2h`, 400);
+  check(badInterval.error.code === "bad_request", "floor history interval");
+
   const status = await call<Ok<"/v1/status">>("/v1/status");
   check(status.data.sources.length > 0, "status sources");
   check(typeof status.data.node.ready === "boolean", "status node.ready");
