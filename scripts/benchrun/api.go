@@ -254,6 +254,8 @@ func endpoints(p Picked) []Endpoint {
 		{"listings limit=100", c + "/listings?limit=100"},
 		{"sales page", c + "/sales"},
 		{"token", p.TokenPath},
+		{"sweep count=50", c + "/sweep?count=50"},
+		{"floor history (a week of hours)", c + "/floor/history?interval=1h"},
 	}
 	if p.EventsFull != "" {
 		eps = append(eps, Endpoint{"events page (full)", p.EventsFull})

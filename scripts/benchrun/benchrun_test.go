@@ -320,9 +320,11 @@ func TestPickIDsPrefersFullestListings(t *testing.T) {
 	assert.Equal(t, "/v1/tokens/solana/MiNt/AsSet", p.TokenPath)
 	assert.Equal(t, []string{"ethereum_0xa", "solana_m"}, p.Candidates)
 	eps := endpoints(p)
-	require.Len(t, eps, 8, "no feed on this market: no events pages")
+	require.Len(t, eps, 10, "no feed on this market: no events pages")
 	assert.Equal(t, "/v1/collections/solana_m/listings?limit=100", eps[4].Path)
-	assert.Equal(t, "/v1/tokens?ids=solana/MiNt/AsSet,solana/MiNt/AsSet,solana/MiNt/AsSet", eps[7].Path)
+	assert.Equal(t, "/v1/collections/solana_m/sweep?count=50", eps[7].Path)
+	assert.Equal(t, "/v1/collections/solana_m/floor/history?interval=1h", eps[8].Path)
+	assert.Equal(t, "/v1/tokens?ids=solana/MiNt/AsSet,solana/MiNt/AsSet,solana/MiNt/AsSet", eps[9].Path)
 }
 
 func TestFreshOnceSeesTheChange(t *testing.T) {
