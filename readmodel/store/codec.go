@@ -3,7 +3,6 @@ package store
 import (
 	"encoding/binary"
 	"sync"
-	"time"
 
 	"github.com/klauspost/compress/s2"
 
@@ -204,103 +203,6 @@ func (d *dec) timed() render.TimedBody {
 	return t
 }
 
-func encodeCollection(v render.CollectionView) []byte {
-	e := newEnc(v.Version)
-	e.str(string(v.Chain))
-	e.flag(v.HasContract)
-	e.bytes(v.Detail)
-	e.freshness(v.AsOf)
-	return e.b
-}
-
-func decodeCollection(id string, b []byte) (render.CollectionView, bool) {
-	d, ver := newDec(b)
-	v := render.CollectionView{ID: id, Version: ver}
-	v.Chain = readmodel.Chain(d.str())
-	v.HasContract = d.flag()
-	v.Detail = d.bytes()
-	v.AsOf = d.freshness()
-	return v, !d.bad
-}
-
-func encodeFloor(v render.FloorView) []byte {
-	e := newEnc(v.Version)
-	e.timed(v.Body)
-	var after int64
-	if !v.FallbackAfter.IsZero() {
-		after = v.FallbackAfter.UnixNano()
-	}
-	e.i(after)
-	e.timed(v.Fallback)
-	e.freshness(v.AsOf)
-	return e.b
-}
-
-func decodeFloor(b []byte) (render.FloorView, bool) {
-	d, ver := newDec(b)
-	v := render.FloorView{Version: ver}
-	v.Body = d.timed()
-	if after := d.i(); after != 0 {
-		v.FallbackAfter = time.Unix(0, after).UTC()
-	}
-	v.Fallback = d.timed()
-	v.AsOf = d.freshness()
-	return v, !d.bad
-}
-
-// encodeListings encodes a listing snapshot (schema 21): the version, then
-// one S2 block of the body:
-//
-//	flag     AllFailed
-//	uvarint  the number of stale sources, then each as a string
-//	flag     whether a royalty follows, then it (varint)
-//	uvarint  Listed
-//	uvarint  the number of BeyondExpires, then each (varint)
-//	...      AsOf
-//	...      the rows as a rows record (rowsrec.go, no observation time),
-//	         to the end; nothing when there are none
-//
-// The rows' JSON is rendered on read (render.ListingsRecord.View). The
-// same snapshot encodes to the same bytes, so a render that changes
-// nothing leaves the stored view and its version alone (viewIfChanged).
-func encodeListings(v render.ListingsRecord) []byte {
-	// The body is built in, and compressed into, pooled buffers: only the
-	// stored value is allocated.
-	bufs := listingsBufs.Get().(*[2][]byte)
-	defer listingsBufs.Put(bufs)
-	e := &enc{b: bufs[0][:0]} // the body only: the version goes in front of its S2 block
-	e.flag(v.AllFailed)
-	e.u(uint64(len(v.StaleSources)))
-	for _, s := range v.StaleSources {
-		e.str(string(s))
-	}
-	e.flag(v.RoyaltyBps != nil)
-	if v.RoyaltyBps != nil {
-		e.i(*v.RoyaltyBps)
-	}
-	e.u(uint64(v.Listed))
-	e.u(uint64(len(v.BeyondExpires)))
-	for _, x := range v.BeyondExpires {
-		e.i(x)
-	}
-	e.freshness(v.AsOf)
-	if len(v.Rows) > 0 {
-		e.b = appendRows(e.b, time.Time{}, v.Rows)
-	}
-	// The body after the version is one S2 block: rows repeat their
-	// marketplace, currency and the like, and kept 0.62 of their bytes
-	// as listing inputs (measured at 10,000 collections x 100 tokens).
-	raw := e.b
-	if n := s2.MaxEncodedLen(len(raw)); cap(bufs[1]) < n {
-		bufs[1] = make([]byte, n)
-	}
-	block := s2.Encode(bufs[1][:cap(bufs[1])], raw)
-	out := make([]byte, 8, 8+len(block))
-	binary.BigEndian.PutUint64(out, v.Version)
-	bufs[0] = e.b
-	return append(out, block...)
-}
-
 // listingsBufs holds encodeListings' two work buffers: the body and its
 // S2 block.
 var listingsBufs = sync.Pool{New: func() any { return new([2][]byte) }}
@@ -308,52 +210,6 @@ var listingsBufs = sync.Pool{New: func() any { return new([2][]byte) }}
 // maxListingsBody bounds a decoded listing snapshot (250 rows of a few
 // hundred bytes at most, and their expiries).
 const maxListingsBody = 16 << 20
-
-// decodeListings decodes what encodeListings wrote; ok is false for a
-// damaged value.
-func decodeListings(b []byte) (render.ListingsRecord, bool) {
-	if len(b) < 8 {
-		return render.ListingsRecord{}, false
-	}
-	body, ok := decodeBounded(b[8:], maxListingsBody, s2.Decode)
-	if !ok {
-		return render.ListingsRecord{}, false
-	}
-	d := &dec{b: body}
-	v := render.ListingsRecord{Version: binary.BigEndian.Uint64(b)}
-	v.AllFailed = d.flag()
-	ns := d.u()
-	if ns > 8 {
-		return v, false
-	}
-	for j := uint64(0); j < ns && !d.bad; j++ {
-		v.StaleSources = append(v.StaleSources, readmodel.Source(d.str()))
-	}
-	if d.flag() {
-		r := d.i()
-		v.RoyaltyBps = &r
-	}
-	v.Listed = int(d.u())
-	nb := d.u()
-	if nb > uint64(len(d.b)) {
-		return v, false
-	}
-	for j := uint64(0); j < nb && !d.bad; j++ {
-		v.BeyondExpires = append(v.BeyondExpires, d.i())
-	}
-	v.AsOf = d.freshness()
-	if d.bad {
-		return v, false
-	}
-	if len(d.b) > 0 {
-		at, rows, err := decodeRows(d.b)
-		if err != nil || !at.IsZero() {
-			return v, false
-		}
-		v.Rows = rows
-	}
-	return v, true
-}
 
 // packedInput is the first byte of a packed input: an S2 block of its
 // JSON follows. JSON never starts with it, so a plain input needs no
