@@ -16,6 +16,8 @@ import (
 //	i/…  projection inputs (latest rows, statuses, indexes): rebuilt by replay
 //	o/…  superseded listing snapshots, expiring (node-local)
 //	m/…  node-local bookkeeping: applied positions, version counter, jobs
+//	e/…  the change feed, node-local history (events.go)
+//	h/…  other node-local history: the floor history (floorhistory.go)
 //
 // Variable-length ids inside keys are length-prefixed (uvarint), so no id
 // content can make one key a prefix of another's family.
@@ -31,6 +33,8 @@ var (
 	pSale       = []byte("v/s/")
 
 	pOldListings = []byte("o/l/")
+
+	pFloorHistory = []byte("h/f/")
 
 	pInput        = []byte("i/")
 	pState        = []byte("i/cs/") // a collection's state, its small record (state.go)

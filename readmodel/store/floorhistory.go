@@ -12,7 +12,6 @@ import (
 // `marketd digest`: it is what this node observed, and a node rebuilt from
 // the compacted state stream observed only each subject's last message.
 // A views snapshot carries it to a joining node.
-var pFloorHistory = []byte("h/f/")
 
 // The record, after the 8-byte version: the distinct raw prices it uses
 // (uvarint count, then each as a string), then the hours and then the
