@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/marketd/marketd/config"
+	"github.com/marketd/marketd/ingest/sim"
+	"github.com/marketd/marketd/readmodel"
+	"github.com/marketd/marketd/readmodel/bus"
+	"github.com/marketd/marketd/readmodel/bus/bustest"
+)
+
+// region is a hub (one NATS server, JetStream domain bustest.HubDomain)
+// fed by `marketd ingest`, and a region: a leaf server with its own domain
+// behind a link the test cuts, and `marketd serve --hub-domain` nodes on
+// it.
+type region struct {
+	t   *testing.T
+	r   *bustest.Region
+	sim string
+	hub jetstream.JetStream // the hub's streams, asked at the hub
+}
+
+func newRegion(t *testing.T) *region {
+	r := bustest.MustRegion(t)
+	s := sim.New(sim.Options{Seed: 11, Collections: 15, TokensPerCollection: 15, Anchor: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)})
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(func() { srv.Close(); _ = s.Close(context.Background()) })
+	return &region{t: t, r: r, sim: srv.URL, hub: bustest.MustConnect(t, r.Hub.ClientURL(), 1)}
+}
+
+func (rg *region) common() []string {
+	return []string{"--poll-interval", "1h", "--source-timeout", "5s", "--cursor-key", testCursorKey, "--snapshot-every", "0"}
+}
+
+func (rg *region) ingest() *Main {
+	args := append([]string{"ingest", "--node-id", "ingest", "--nats", rg.r.Hub.ClientURL()}, rg.common()...)
+	for _, name := range config.SourceNames {
+		args = append(args, "--source-"+name+"-url", rg.sim+"/"+name)
+	}
+	return MustRunMain(rg.t, args...)
+}
+
+func (rg *region) serve(id, dataDir string) *Main {
+	return MustRunMain(rg.t, append([]string{"serve", "--node-id", id, "--data-dir", dataDir,
+		"--nats", rg.r.Leaf.ClientURL(), "--hub-domain", bustest.HubDomain}, rg.common()...)...)
+}
+
+// hubHeads returns the hub streams' last sequences.
+func (rg *region) hubHeads() readmodel.Position {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	h, err := bus.Heads(ctx, rg.hub)
+	require.NoError(rg.t, err)
+	return h
+}
+
+// applied returns what a node applied, from its metrics.
+func applied(t *testing.T, m *Main) readmodel.Position {
+	body := string(get(t, m.Admin+"/metrics").Body)
+	return readmodel.Position{
+		State: uint64(metric(body, `marketd_projector_applied_sequence{stream="`+bus.StateStream+`"}`)),
+		Sales: uint64(metric(body, `marketd_projector_applied_sequence{stream="`+bus.SalesStream+`"}`)),
+	}
+}
+
+// caughtUp waits until every node applied the hub's heads and is ready.
+func (rg *region) caughtUp(nodes ...*Main) {
+	rg.t.Helper()
+	want := rg.hubHeads()
+	for _, m := range nodes {
+		require.Eventually(rg.t, func() bool {
+			return applied(rg.t, m).Covers(want) && get(rg.t, m.Admin+"/readyz").Status == 200
+		}, 60*time.Second, 50*time.Millisecond, "node %s did not catch up with the hub's %+v\n%s", m.Admin, want, m.logs)
+	}
+}
+
+// cycle moves the market and runs one ingest cycle at the hub.
+func (rg *region) cycle(ing *Main) {
+	rg.t.Helper()
+	require.Equal(rg.t, 200, post(rg.t, rg.sim+"/_sim/tick", "").Status)
+	r := post(rg.t, ing.Admin+"/admin/ingest", "")
+	require.Equal(rg.t, 200, r.Status, "%s", r.Body)
+}
+
+// regionOf returns the "region" of a node's /admin/sources.
+func regionOf(t *testing.T, m *Main) map[string]any {
+	r := get(t, m.Admin+"/admin/sources")
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	return obj(r.JSON["region"])
+}
+
+// TestRegionServesCutOffAndCatchesUp is a region (docs/tier.md#regions):
+// its serve nodes read the region's mirrors of the hub's streams; with the
+// leaf link cut they keep answering every read and stay ready while
+// saying how long the region has been cut off; restored, they apply what
+// they missed; a node that joins the region restores the region's views
+// snapshot; and every node equals a replay of the hub's streams.
+func TestRegionServesCutOffAndCatchesUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("region test")
+	}
+	rg := newRegion(t)
+	ing := rg.ingest()
+	d1 := t.TempDir()
+	s1 := rg.serve("region-1", d1)
+	rg.caughtUp(s1)
+	reg := regionOf(t, s1)
+	assert.Equal(t, bustest.HubDomain, reg["hubDomain"])
+	assert.Equal(t, true, reg["hubReachable"], "%v", reg)
+	for _, st := range arr(reg["streams"]) {
+		assert.Zero(t, obj(st)["behind"], "%v", st)
+	}
+	assert.Equal(t, float64(1), metric(string(get(t, s1.Admin+"/metrics").Body), `marketd_region_hub_reachable{hub_domain="hub"}`))
+
+	// Every read the node answers, and one collection's detail to watch.
+	list := get(t, s1.API+"/v1/collections?chain=ethereum&limit=1")
+	require.Equal(t, 200, list.Status, "%s", list.Body)
+	id := obj(arr(list.JSON["data"])[0])["id"].(string)
+	reads := []string{"/v1/collections?limit=5", "/v1/collections/" + id, "/v1/collections/" + id + "/listings", "/v1/collections/" + id + "/events"}
+
+	// Cut the link; the hub moves on.
+	rg.r.Link.Cut()
+	require.Eventually(t, func() bool { return rg.r.Leaf.NumLeafNodes() == 0 }, 10*time.Second, 10*time.Millisecond)
+	before := applied(t, s1)
+	rg.cycle(ing)
+	missed := rg.hubHeads()
+	require.False(t, before.Covers(missed), "the hub published while the region was cut off")
+
+	// Cut off for a while: every read answered, ready, and the node says
+	// how long since the region last heard from the hub.
+	var age float64
+	require.Eventually(t, func() bool {
+		for _, p := range reads {
+			r := get(t, s1.API+p)
+			require.Equal(t, 200, r.Status, "%s while cut off: %s", p, r.Body)
+		}
+		rz := get(t, s1.Admin+"/readyz")
+		require.Equal(t, 200, rz.Status, "ready while cut off: %s", rz.Body)
+		body := string(get(t, s1.Admin+"/metrics").Body)
+		require.Equal(t, float64(0), metric(body, `marketd_region_hub_reachable{hub_domain="hub"}`))
+		age = metric(body, `marketd_region_hub_contact_age_seconds{hub_domain="hub",stream="`+bus.StateStream+`"}`)
+		return age >= 3
+	}, 30*time.Second, 100*time.Millisecond)
+	reg = regionOf(t, s1)
+	assert.Equal(t, false, reg["hubReachable"], "%v", reg)
+	for _, st := range arr(reg["streams"]) {
+		assert.GreaterOrEqual(t, obj(st)["sinceContactSeconds"].(float64), 3.0, "%v", st)
+	}
+	assert.Equal(t, before, applied(t, s1), "nothing reaches the region while cut off")
+	t.Logf("cut off for %.1fs: reads 200, readyz 200, /admin/sources region %v", age, reg)
+
+	// Restored: the mirrors catch up and the node applies what it missed.
+	restored := time.Now()
+	rg.r.Link.Restore()
+	rg.caughtUp(s1)
+	t.Logf("caught up %s after the link returned (%d state, %d sales messages missed)",
+		time.Since(restored).Round(time.Millisecond), missed.State-before.State, missed.Sales-before.Sales)
+	require.Eventually(t, func() bool {
+		reg = regionOf(t, s1)
+		return reg["hubReachable"] == true
+	}, 10*time.Second, 50*time.Millisecond)
+	for _, st := range arr(reg["streams"]) {
+		assert.Zero(t, obj(st)["behind"], "%v", st)
+	}
+
+	// A node that joins the region starts from the region's snapshot.
+	r := post(t, s1.Admin+"/admin/snapshot", "")
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	rg.cycle(ing)
+	d2 := t.TempDir()
+	s2 := rg.serve("region-2", d2)
+	rg.caughtUp(s1, s2)
+	assert.True(t, logged(s2, "views restored from the tier's snapshot"), "region-2 joined by the region's snapshot\n%s", s2.logs)
+	s1.Stop(t)
+	s2.Stop(t)
+	ing.Stop(t)
+
+	// Both equal a replay of the hub's streams.
+	fresh := t.TempDir()
+	runRole(t, "replay", "--nats", rg.r.Hub.ClientURL(), "--data-dir", fresh)
+	at := time.Now().UTC().Format(time.RFC3339)
+	want := strings.TrimSpace(runRole(t, "digest", "--data-dir", fresh, "--at", at))
+	for name, dir := range map[string]string{"region-1": d1, "region-2": d2} {
+		assert.Equal(t, want, strings.TrimSpace(runRole(t, "digest", "--data-dir", dir, "--at", at)), "%s equals a replay of the hub", name)
+	}
+}
+
+// logged reports whether a log line of m contains s.
+func logged(m *Main, s string) bool {
+	for _, l := range m.logs.Lines() {
+		if strings.Contains(l, s) {
+			return true
+		}
+	}
+	return false
+}
