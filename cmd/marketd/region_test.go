@@ -194,6 +194,36 @@ func TestRegionServesCutOffAndCatchesUp(t *testing.T) {
 	}
 }
 
+// TestRegionFirstNodeJoinsByTheHubSnapshot: a region without a views
+// snapshot of its own (its first node) restores the hub's, read across the
+// link through the hub's domain, and continues from the region's mirrors,
+// whose sequences are the hub's.
+func TestRegionFirstNodeJoinsByTheHubSnapshot(t *testing.T) {
+	if testing.Short() {
+		t.Skip("region test")
+	}
+	rg := newRegion(t)
+	ing := rg.ingest()
+	dh := t.TempDir()
+	atHub := MustRunMain(t, append([]string{"serve", "--node-id", "hub-1", "--data-dir", dh, "--nats", rg.r.Hub.ClientURL()}, rg.common()...)...)
+	rg.caughtUp(atHub)
+	r := post(t, atHub.Admin+"/admin/snapshot", "")
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	rg.cycle(ing) // after the snapshot: the region's node applies it from the mirrors
+
+	dr := t.TempDir()
+	s1 := rg.serve("region-1", dr)
+	rg.caughtUp(atHub, s1)
+	assert.True(t, logged(s1, "restoring the hub's, across the link"), "%s", s1.logs)
+	assert.True(t, logged(s1, "views restored from the tier's snapshot"), "%s", s1.logs)
+	s1.Stop(t)
+	atHub.Stop(t)
+	ing.Stop(t)
+	at := time.Now().UTC().Format(time.RFC3339)
+	assert.Equal(t, strings.TrimSpace(runRole(t, "digest", "--data-dir", dh, "--at", at)),
+		strings.TrimSpace(runRole(t, "digest", "--data-dir", dr, "--at", at)), "the region's node equals the hub's")
+}
+
 // logged reports whether a log line of m contains s.
 func logged(m *Main, s string) bool {
 	for _, l := range m.logs.Lines() {
