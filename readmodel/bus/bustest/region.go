@@ -78,6 +78,98 @@ func (r *Region) MustWaitLinked(tb testing.TB) {
 	}
 }
 
+// Hub is a cluster of servers in JetStream domain HubDomain, each also
+// listening for leaf nodes.
+type Hub struct {
+	*Cluster
+	leafPorts []int
+}
+
+// MustHub starts n clustered servers (as MustCluster) in domain
+// HubDomain, each with a leaf-node listener that it does not advertise
+// (leaf servers reach it only through their Links).
+func MustHub(tb testing.TB, n int) *Hub {
+	tb.Helper()
+	h := &Hub{leafPorts: make([]int, n)}
+	for i := range h.leafPorts {
+		h.leafPorts[i] = freePort(tb)
+	}
+	h.Cluster = mustCluster(tb, n, func(i int, o *server.Options) {
+		o.JetStreamDomain = HubDomain
+		o.LeafNode = server.LeafNodeOpts{Host: "127.0.0.1", Port: h.leafPorts[i], NoAdvertise: true}
+	})
+	return h
+}
+
+// Leaf is a region's leaf server, connected to every server of a Hub
+// through a Link each.
+type Leaf struct {
+	Server *server.Server
+	Links  []*Link
+}
+
+// MustLeaf starts a leaf server with JetStream in domain, on a free
+// loopback port with its store in tb.TempDir(), whose remote lists every
+// hub server through a Link of its own, and waits until it is connected.
+// It stops at cleanup.
+func (h *Hub) MustLeaf(tb testing.TB, domain string) *Leaf {
+	tb.Helper()
+	l := &Leaf{}
+	var urls []*url.URL
+	for _, p := range h.leafPorts {
+		link := MustLink(tb, fmt.Sprintf("127.0.0.1:%d", p))
+		l.Links = append(l.Links, link)
+		urls = append(urls, &url.URL{Scheme: "nats-leaf", Host: link.Addr()})
+	}
+	srv, err := bus.StartServer(context.Background(), &server.Options{
+		ServerName: "leaf-" + domain, Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true,
+		JetStream: true, JetStreamDomain: domain, StoreDir: tb.TempDir(),
+		LeafNode: server.LeafNodeOpts{
+			ReconnectInterval: 100 * time.Millisecond,
+			Remotes:           []*server.RemoteLeafOpts{{URLs: urls}},
+		},
+	})
+	if err != nil {
+		tb.Fatalf("start leaf %s: %v", domain, err)
+	}
+	tb.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	l.Server = srv
+	l.MustWaitLinked(tb)
+	return l
+}
+
+// URL is the leaf server's client URL.
+func (l *Leaf) URL() string { return l.Server.ClientURL() }
+
+// Cut cuts every link of the leaf.
+func (l *Leaf) Cut() {
+	for _, k := range l.Links {
+		k.Cut()
+	}
+}
+
+// Restore restores every link of the leaf.
+func (l *Leaf) Restore() {
+	for _, k := range l.Links {
+		k.Restore()
+	}
+}
+
+// Linked reports whether the leaf is connected to the hub.
+func (l *Leaf) Linked() bool { return l.Server.NumLeafNodes() > 0 }
+
+// MustWaitLinked waits (up to 10 s) until the leaf is connected.
+func (l *Leaf) MustWaitLinked(tb testing.TB) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !l.Linked() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("leaf %s not connected to the hub after 10s", l.Server.Name())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // Link is a TCP proxy between a leaf server and its hub: Cut closes its
 // listener and every connection through it (the leaf sees the hub gone),
 // Restore listens again on the same address.
