@@ -112,11 +112,12 @@ var MirrorCatchUpWait = 60 * time.Second
 // replicas, retrying for up to a minute, and logs what it changed on log.
 // When it created a mirror, it then waits (up to MirrorCatchUpWait) until
 // the mirrors hold the sequences the hub's streams held when it asked
-// (through hub, the hub domain's JetStream), so that a new region's first
-// node does not count itself caught up with empty mirrors; an unreachable
-// hub ends the wait with a warning (the node then serves what the mirrors
-// hold and applies the rest when the link is up). It returns the last
-// reconcile error once the minute or ctx is over.
+// (through hub, the hub domain's JetStream; nil: no wait), so that a new
+// region's first node does not count itself caught up with empty mirrors;
+// an unreachable hub ends the wait with a warning (the node then serves
+// what the mirrors hold and applies the rest when the link is up). It
+// returns the last reconcile error once the minute or ctx is over, at
+// once when a stream is not the mirror (ErrNotMirror).
 func SetUpMirrors(ctx context.Context, js, hub jetstream.JetStream, hubDomain string, replicas int, log zerolog.Logger) error {
 	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
@@ -142,7 +143,7 @@ func SetUpMirrors(ctx context.Context, js, hub jetstream.JetStream, hubDomain st
 		log.Warn().Err(err).Msg("ensure mirrors; retrying")
 		pause(sctx, 500*time.Millisecond)
 	}
-	if !created {
+	if !created || hub == nil {
 		return nil
 	}
 	wctx, wcancel := context.WithTimeout(ctx, MirrorCatchUpWait)
