@@ -159,6 +159,14 @@ func TestRegionServesCutOffAndCatchesUp(t *testing.T) {
 	assert.Equal(t, before, applied(t, s1), "nothing reaches the region while cut off")
 	t.Logf("cut off for %.1fs: reads 200, readyz 200, /admin/sources region %v", age, reg)
 
+	// Restarted while cut off, the node is ready at once on its views.
+	s1.Stop(t)
+	s1 = rg.serve("region-1", d1)
+	for _, p := range reads {
+		assert.Equal(t, 200, get(t, s1.API+p).Status, "%s after a restart while cut off", p)
+	}
+	assert.Equal(t, before, applied(t, s1))
+
 	// Restored: the mirrors catch up and the node applies what it missed.
 	restored := time.Now()
 	rg.r.Link.Restore()
