@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -50,6 +51,7 @@ func setUpRegion(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, cfg
 type Region struct {
 	domain  string
 	js, hub jetstream.JetStream
+	reached atomic.Bool // the mirrors once heard from the hub (or held messages)
 }
 
 // newRegion returns the region of a node whose bus is js, mirroring
@@ -85,6 +87,30 @@ func (r *Region) Status(ctx context.Context) RegionStatus {
 	}
 	out.HubReachable, out.Streams = reachable, ms
 	return out
+}
+
+// Unreached is the readiness check of a region's node whose mirrors all
+// hold nothing and never heard from the hub (a new region whose link was down
+// from the start): it has nothing to serve, and says why. Once they have,
+// it never objects again, whatever the link does; it leaves a region's
+// bus that cannot be asked to the other checks.
+func (r *Region) Unreached() string {
+	if r.reached.Load() {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), regionAskTimeout)
+	defer cancel()
+	ms, _, err := bus.Mirrors(ctx, r.js, nil)
+	if err != nil {
+		return ""
+	}
+	for _, m := range ms {
+		if m.Head > 0 || m.SinceContact >= 0 {
+			r.reached.Store(true)
+			return ""
+		}
+	}
+	return fmt.Sprintf("region's mirrors have not reached the hub (domain %s) yet: nothing to serve", r.domain)
 }
 
 // askHub is the hub's JetStream with each stream lookup bounded by

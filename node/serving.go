@@ -118,6 +118,9 @@ func OpenServing(ctx context.Context, n *Node, js jetstream.JetStream, cfg confi
 	registerProjectorMetrics(reg, s.Views, js)
 	go lag.run(ctx)
 	ready.Require(s.Views.NotReady)
+	if s.Region != nil {
+		ready.Require(s.Region.Unreached)
+	}
 	ready.RequireServing(lag.reason)
 	if !opts.Fed {
 		ready.Until(func() string { return "catching up with the streams: " + lag.progress() })

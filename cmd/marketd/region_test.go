@@ -348,3 +348,25 @@ func TestRegionsOfAReplicatedHub(t *testing.T) {
 		assert.Equal(t, want, strings.TrimSpace(runRole(t, "digest", "--data-dir", dir, "--at", at)), "%s equals a replay of the hub", name)
 	}
 }
+
+// TestNewRegionCutOffFromTheStartIsNotReady: a region whose first node
+// starts while the link is down has nothing to serve; the node says so on
+// /readyz, and is ready once the link lets the mirrors fill.
+func TestNewRegionCutOffFromTheStartIsNotReady(t *testing.T) {
+	if testing.Short() {
+		t.Skip("region test")
+	}
+	was := bus.MirrorCatchUpWait
+	bus.MirrorCatchUpWait = time.Second // the node waits this long for new mirrors to fill
+	t.Cleanup(func() { bus.MirrorCatchUpWait = was })
+	rg := newRegion(t)
+	rg.ingest()
+	rg.r.Link.Cut()
+	require.Eventually(t, func() bool { return rg.r.Leaf.NumLeafNodes() == 0 }, 10*time.Second, 10*time.Millisecond)
+	s1 := StartMain(t, append([]string{"serve", "--node-id", "region-1", "--nats", rg.r.Leaf.ClientURL(), "--hub-domain", bustest.HubDomain}, rg.common()...)...)
+	rz := get(t, s1.Admin+"/readyz")
+	assert.Equal(t, 503, rz.Status)
+	assert.Contains(t, string(rz.Body), "have not reached the hub", "%s", rz.Body)
+	rg.r.Link.Restore()
+	rg.caughtUp(s1)
+}
