@@ -43,7 +43,7 @@ SOAK_DURATION ?= 10m
 soak:
 	./scripts/soak $(SOAK_DURATION)
 
-## reliability: the automatable worst-day cases (view-store damage, limiter flood, NATS outage, soak); not in test
+## reliability: the automatable worst-day cases (view-store damage, limiter flood, NATS outage, regions cut off, soak); not in test
 reliability:
 	./scripts/reliability
 

@@ -46,6 +46,12 @@ type Config struct {
 	// (1 on one server, 3 on a three-server cluster); an existing stream
 	// with another count is updated to it.
 	StreamReplicas int
+	// HubDomain, for a serve node of a region, is the JetStream domain of
+	// the hub whose streams the region's JetStream (the server at NatsURL,
+	// a leaf node with its own domain) mirrors: the node reads the
+	// mirrors, never across the link. Empty: the node reads the streams of
+	// the cluster at NatsURL, as before.
+	HubDomain string
 	// IngestLease is the period of the ingest lease: a standby ingest takes
 	// over within about this long of the active one dying.
 	IngestLease time.Duration
@@ -243,6 +249,8 @@ func (c *Config) settings() []setting {
 	add("nats", "NATS server URL, or a comma-separated list of a cluster's servers; empty runs an embedded server", s, g)
 	s, g = integer(&c.StreamReplicas)
 	add("stream-replicas", "replicas of the state and sales streams (3 on a three-server cluster); an existing stream is updated to it", s, g)
+	s, g = str(&c.HubDomain)
+	add("hub-domain", "serve: the hub's JetStream domain; the node reads mirrors of the hub's streams kept by the JetStream of --nats (a region's leaf node), created if missing (empty: the streams of --nats)", s, g)
 	s, g = dur(&c.IngestLease)
 	add("ingest-lease", "ingest lease period: one ingest polls, standbys take over within about this long of it dying", s, g)
 	s, g = str(&c.NodeID)
@@ -433,6 +441,9 @@ func (c Config) Validate() error {
 	if c.StreamReplicas < 1 || c.StreamReplicas > 5 {
 		return bad("stream-replicas", "must be between 1 and 5 (JetStream's limit)")
 	}
+	if c.HubDomain != "" && !validDomain(c.HubDomain) {
+		return bad("hub-domain", fmt.Sprintf("%q is not a JetStream domain name (letters, digits, - and _)", c.HubDomain))
+	}
 	if c.IngestLease < time.Second {
 		return bad("ingest-lease", "must be at least 1s")
 	}
@@ -506,6 +517,17 @@ func (c Config) Validate() error {
 		return bad("log-format", fmt.Sprintf("%q is not json or console", c.LogFormat))
 	}
 	return nil
+}
+
+// validDomain reports whether d can be a JetStream domain: one subject
+// token ($JS.<domain>.API), so no dots, spaces or wildcards.
+func validDomain(d string) bool {
+	for _, r := range d {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return d != ""
 }
 
 // Redacted returns every setting as name → value for the start-up log, with

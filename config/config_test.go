@@ -87,6 +87,12 @@ func TestLoadPrecedence(t *testing.T) {
 				assert.Equal(t, 3, c.StreamReplicas)
 				assert.Equal(t, 5*time.Second, c.IngestLease)
 			}},
+		{"a region's serve node", []string{"--hub-domain", "hub"}, map[string]string{"MARKETD_NATS_URL": "nats://leaf:4222"},
+			func(t *testing.T, c config.Config) { assert.Equal(t, "hub", c.HubDomain) }},
+		{"no hub domain by default", nil, nil,
+			func(t *testing.T, c config.Config) {
+				assert.Empty(t, c.HubDomain, "without it a node reads the streams of --nats")
+			}},
 		{"memory limit in MiB", []string{"--memory-limit", "1536MiB"}, nil,
 			func(t *testing.T, c config.Config) { assert.Equal(t, int64(1536)<<20, c.MemoryLimit) }},
 		{"memory limit in GiB from env", nil, map[string]string{"MARKETD_MEMORY_LIMIT": "1.5GiB"},
@@ -150,6 +156,8 @@ func TestLoadRejectsBadValuesNamingTheSetting(t *testing.T) {
 		{"gc share above a core", []string{"--views-gc-share", "1.5"}, nil, "views-gc-share"},
 		{"snapshots every few seconds", []string{"--snapshot-every", "10s"}, nil, "snapshot-every"},
 		{"snapshot interval negative", nil, map[string]string{"MARKETD_SNAPSHOT_EVERY": "-1m"}, "MARKETD_SNAPSHOT_EVERY"},
+		{"hub domain with a dot", []string{"--hub-domain", "hub.eu"}, nil, "hub-domain"},
+		{"hub domain wildcard env", nil, map[string]string{"MARKETD_HUB_DOMAIN": "*"}, "MARKETD_HUB_DOMAIN"},
 		{"join from elsewhere", []string{"--join", "peer"}, nil, "join"},
 	}
 	for _, tt := range tests {

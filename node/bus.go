@@ -20,9 +20,10 @@ import (
 // shutdown), else to cfg.NatsURL, with the client's reconnect
 // (bus.Connect; on shutdown the connection is drained within drainWait,
 // or closed at once when it reaches no server). It then sets the
-// streams up at cfg.StreamReplicas (bus.SetUpStreams). It fails when the
-// server cannot start, the first connection fails, or the streams cannot
-// be set up.
+// streams up at cfg.StreamReplicas (bus.SetUpStreams), or, for a node of
+// a region (cfg.HubDomain), the region's mirrors of the hub's streams
+// (region.go). It fails when the server cannot start, the first
+// connection fails, or the streams cannot be set up.
 func OpenBus(ctx context.Context, n *Node, cfg config.Config, embedded bool, log zerolog.Logger) (*nats.Conn, jetstream.JetStream, error) {
 	url := cfg.NatsURL
 	if embedded {
@@ -38,6 +39,12 @@ func OpenBus(ctx context.Context, n *Node, cfg config.Config, embedded bool, log
 		return nil, nil, err
 	}
 	n.Add("nats-conn", func(ctx context.Context) error { closeConn(ctx, nc); return nil })
+	if cfg.HubDomain != "" {
+		if err := setUpRegion(ctx, nc, js, cfg, log); err != nil {
+			return nil, nil, fmt.Errorf("ensure mirrors of domain %s: %w", cfg.HubDomain, err)
+		}
+		return nc, js, nil
+	}
 	if err := bus.SetUpStreams(ctx, js, cfg.StreamReplicas, log); err != nil {
 		return nil, nil, fmt.Errorf("ensure streams: %w", err)
 	}

@@ -23,8 +23,11 @@ import (
 // OpenServing opens it as parts of a Node, which closes them.
 type Serving struct {
 	Views *Views
-	snap  *snapshotter
-	gate  *pace.Gate
+	// Region is how far a region's node (--hub-domain) is behind the hub;
+	// nil on a node that reads the hub's streams.
+	Region *Region
+	snap   *snapshotter
+	gate   *pace.Gate
 }
 
 // ServingOptions is what OpenServing needs besides the settings.
@@ -65,8 +68,19 @@ func OpenServing(ctx context.Context, n *Node, js jetstream.JetStream, cfg confi
 		HoldFirstCycle: opts.HoldFirstCycle,
 		Yield:          s.gate.Yield,
 	}, reg, log)
+	if cfg.HubDomain != "" {
+		r, err := newRegion(js, cfg.HubDomain)
+		if err != nil {
+			return nil, err
+		}
+		s.Region = r
+		registerRegionMetrics(reg, r)
+	}
 	if cfg.Join == "snapshot" {
 		s.Views.join = func(ctx context.Context, dir string) bool { return restoreViews(ctx, snaps, dir, sopts, log) }
+		if s.Region != nil {
+			s.Views.join = s.Region.join(snaps, sopts, log)
+		}
 	}
 	registerStoreMetrics(reg, s.Views)
 	lag := newLagMonitor(s.Views, js, cfg.PollInterval)
@@ -104,6 +118,9 @@ func OpenServing(ctx context.Context, n *Node, js jetstream.JetStream, cfg confi
 	registerProjectorMetrics(reg, s.Views, js)
 	go lag.run(ctx)
 	ready.Require(s.Views.NotReady)
+	if s.Region != nil {
+		ready.Require(s.Region.Unreached)
+	}
 	ready.RequireServing(lag.reason)
 	if !opts.Fed {
 		ready.Until(func() string { return "catching up with the streams: " + lag.progress() })

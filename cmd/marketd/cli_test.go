@@ -29,6 +29,8 @@ func TestCLI(t *testing.T) {
 		{name: "role -h", args: []string{"serve", "-h"}, wantErr: "help requested", help: true, stderr: []string{"Commands", "-nats"}},
 		{name: "bad flag is one line", args: []string{"all", "--no-such-flag"}, wantErr: "flag provided but not defined: -no-such-flag", stderrEmpty: true},
 		{name: "flag without value", args: []string{"--http-addr"}, wantErr: "flag needs an argument", stderrEmpty: true},
+		{name: "hub domain on ingest", args: []string{"ingest", "--nats", "nats://127.0.0.1:1", "--hub-domain", "hub"}, wantErr: "--hub-domain (MARKETD_HUB_DOMAIN) is for serve", stderrEmpty: true},
+		{name: "hub domain on all", args: []string{"--hub-domain", "hub"}, wantErr: "all runs at the hub", stderrEmpty: true},
 		{name: "unknown command", args: []string{"frobnicate"}, wantErr: `unknown command "frobnicate"`, stderrEmpty: true},
 	}
 	for _, tc := range tests {

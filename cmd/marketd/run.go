@@ -100,6 +100,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
+	if cfg.HubDomain != "" && (role == "all" || role == "ingest") {
+		// The hub's roles publish to its streams; only a region's
+		// serve node reads mirrors of them.
+		return fmt.Errorf("--hub-domain (MARKETD_HUB_DOMAIN) is for serve, a region's node; %s runs at the hub", role)
+	}
 	log := newLogger(cfg, stderr).With().Str("role", role).Logger()
 	if implicit {
 		log.Info().Msg("no command given: running all (embedded NATS, simulator, ingest, projector, API)")

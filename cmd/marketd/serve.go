@@ -69,5 +69,8 @@ func (a *serveAdmin) Sources(ctx context.Context) (any, error) {
 	if l := node.LeaseSummary(ctx, node.BucketLease{JS: a.js}); l != nil {
 		out["lease"] = l
 	}
+	if a.Region != nil {
+		out["region"] = a.Region.Status(ctx) // how far behind the hub
+	}
 	return viewsSources(ctx, out, a.Views)
 }

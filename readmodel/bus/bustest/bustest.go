@@ -79,6 +79,13 @@ type Cluster struct {
 // at cleanup.
 func MustCluster(tb testing.TB, n int) *Cluster {
 	tb.Helper()
+	return mustCluster(tb, n, nil)
+}
+
+// mustCluster is MustCluster with each server's options passed through
+// edit (when not nil) before it starts.
+func mustCluster(tb testing.TB, n int, edit func(i int, o *server.Options)) *Cluster {
+	tb.Helper()
 	c := &Cluster{tb: tb}
 	ports := make([]int, 2*n)
 	for i := range ports {
@@ -100,6 +107,9 @@ func MustCluster(tb testing.TB, n int) *Cluster {
 			Cluster:    server.ClusterOpts{Name: "marketd-test", Host: "127.0.0.1", Port: ports[n+i]},
 			Routes:     routes,
 		})
+		if edit != nil {
+			edit(i, c.opts[i])
+		}
 	}
 	c.servers = make([]*server.Server, n)
 	for i := range c.opts {
