@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -258,9 +259,9 @@ func (vs *Views) Stop(ctx context.Context) error {
 	}
 	if set := vs.cur.Load(); set != nil {
 		err := stopProjector(ctx, set.proj)
-		if err != nil && ctx.Err() == nil && vs.busDown() {
+		if err != nil && ctx.Err() == nil && (errors.Is(err, projector.ErrHeldByClient) || vs.busDown()) {
 			// Nothing in hand is lost: a batch commits with its position.
-			vs.log.Warn().Err(err).Msg("NATS unreachable: the projector's consumer is left to the process's exit")
+			vs.log.Warn().Err(err).Msg("the projector's NATS consumer is left to the process's exit")
 			return nil
 		}
 		return err
@@ -295,7 +296,14 @@ func stopProjector(ctx context.Context, proj interface{ Close(context.Context) e
 	case err := <-done:
 		return err
 	case <-ctx.Done():
-		return readmodel.Wrap(readmodel.Internal, ctx.Err(), fmt.Sprintf("the projector did not stop within %s (its NATS consumer is held by the bus)", projectorStopWait))
+		// Close returns at the same deadline, saying whether its loops
+		// were held by the NATS client (projector.ErrHeldByClient).
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(100 * time.Millisecond):
+		}
+		return readmodel.Wrap(readmodel.Internal, ctx.Err(), fmt.Sprintf("the projector did not stop within %s", projectorStopWait))
 	}
 }
 

@@ -122,7 +122,11 @@ type Projector struct {
 	applyMu sync.Mutex // serialises store writes
 	pos     [2]store.StreamPos
 	iters   [2]jetstream.MessagesContext
-	loaded  bool
+	// consuming counts the stream loops running, inClient those of them
+	// waiting in nats.go (for a message, or to recreate a consumer): Close
+	// tells a projector held by its client from one stuck elsewhere.
+	consuming, inClient atomic.Int32
+	loaded              bool
 
 	mu      sync.Mutex
 	applied readmodel.Position
@@ -243,9 +247,18 @@ func (p *Projector) Close(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
+		if n := p.consuming.Load(); n > 0 && p.inClient.Load() == n {
+			return readmodel.Wrap(readmodel.Internal, errors.Join(ErrHeldByClient, ctx.Err()), "projector close")
+		}
 		return readmodel.Wrap(readmodel.Internal, ctx.Err(), "projector close")
 	}
 }
+
+// ErrHeldByClient is the cause of a Close that ran out of time while every
+// stream loop still running waited in nats.go (a consumer being recreated
+// while the servers restart or are gone): nothing was being applied, and a
+// batch commits with its position, so nothing in hand is lost.
+var ErrHeldByClient = errors.New("projector: its stream loops are held by the NATS client")
 
 // stopIters stops both streams' iterators; the stops run outside applyMu,
 // which a stop that waits for nats.go would otherwise hold.
@@ -433,6 +446,8 @@ func (p *Projector) startIter(ctx context.Context, i int) error {
 // delivered again.
 func (p *Projector) consume(ctx context.Context, i int) {
 	defer p.wg.Done()
+	p.consuming.Add(1)
+	defer p.consuming.Add(-1)
 	log := p.log.With().Str("stream", streamNames[i]).Logger()
 	r := &reader{p: p, i: i}
 	defer r.close() // Close waits for every goroutine of the loop
@@ -460,7 +475,10 @@ func (p *Projector) consume(ctx context.Context, i int) {
 		it := p.iters[i]
 		p.applyMu.Unlock()
 		if it == nil {
-			if err := p.restart(ctx, i); err != nil {
+			p.inClient.Add(1)
+			err := p.restart(ctx, i)
+			p.inClient.Add(-1)
+			if err != nil {
 				// Once an outage, then every 30 tries: the bus's own
 				// state is in /readyz and /metrics meanwhile.
 				if restarts++; restarts%30 == 1 {
@@ -472,7 +490,9 @@ func (p *Projector) consume(ctx context.Context, i int) {
 			restarts = 0
 			continue
 		}
+		p.inClient.Add(1)
 		m, err := it.Next(jetstream.NextMaxWait(r.wait(time.Second)))
+		p.inClient.Add(-1)
 		if err != nil {
 			if ctx.Err() != nil {
 				continue
