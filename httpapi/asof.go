@@ -116,3 +116,58 @@ func appendSnapshot(resp *fasthttp.Response, asOf int64, listed uint64, truncate
 		resp.AppendBodyString(`,"truncated":false}`)
 	}
 }
+
+// snapshotWalk is one pass over a listings snapshot at a request's time,
+// which the listings page and the sweep quote both start from: its items
+// up to the ceiling, how many are live (from start on too) and expired,
+// when the clock next changes the answer (an item or one beyond the
+// ceiling expires), and what the snapshot object shows (listedCount,
+// truncated).
+type snapshotWalk struct {
+	lv        *render.ListingsView
+	items     [][]byte
+	nowMs     int64
+	liveTotal uint64
+	expired   uint64
+	fromStart uint64 // live items at index start and after
+	until     int64  // unix ns; 0: never
+	listed    uint64
+	truncated bool
+}
+
+// walkSnapshot walks lv at nowMs, counting live items from start on;
+// until starts at the caller's own bound (a cursor's expiry, or 0). It is
+// AllFailed's 502 (errAllListFeeds) when every source failed and no item
+// is live.
+func walkSnapshot(lv *render.ListingsView, nowMs int64, start int, until int64) (snapshotWalk, error) {
+	w := snapshotWalk{lv: lv, items: lv.Items, nowMs: nowMs, until: until}
+	if len(w.items) > readmodel.ListingsCeiling {
+		w.items = w.items[:readmodel.ListingsCeiling]
+	}
+	for i := range w.items {
+		if !w.live(i) {
+			w.expired++
+			continue
+		}
+		w.liveTotal++
+		if i >= start {
+			w.fromStart++
+		}
+		if i < len(lv.ExpiresAt) && lv.ExpiresAt[i] != 0 {
+			w.until = earliest(w.until, lv.ExpiresAt[i]*int64(time.Millisecond))
+		}
+	}
+	if lv.AllFailed && w.liveTotal == 0 {
+		return w, errAllListFeeds
+	}
+	w.listed, w.truncated = liveCount(lv, w.liveTotal, nowMs)
+	if next := nextExpiry(lv.BeyondExpires, nowMs); next != 0 {
+		w.until = earliest(w.until, next*int64(time.Millisecond)) // listedCount moves then
+	}
+	return w, nil
+}
+
+// live reports whether item i has not expired at the walk's time.
+func (w *snapshotWalk) live(i int) bool {
+	return i >= len(w.lv.ExpiresAt) || w.lv.ExpiresAt[i] == 0 || w.lv.ExpiresAt[i] > w.nowMs
+}

@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"time"
-
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 
@@ -59,41 +57,17 @@ func (s *Server) getListings(c *fiber.Ctx, rt *route, rq request) error {
 	// Staleness is the view's: the projector already names the failing
 	// listing sources, including order-book for a collection without a
 	// contract/mint (rule 9), and whether every source failed.
-	stale, allFailed := lv.StaleSources, lv.AllFailed
+	stale := lv.StaleSources
 
 	// One pass over the snapshot: live items, the page, what lies after it.
-	nowMs := now.UnixMilli()
-	items := lv.Items
-	if len(items) > readmodel.ListingsCeiling {
-		items = items[:readmodel.ListingsCeiling]
+	start := int(min(offset, uint64(len(lv.Items))))
+	w, err := walkSnapshot(&lv, now.UnixMilli(), start, until)
+	if err != nil {
+		return err
 	}
-	live := func(i int) bool {
-		return i >= len(lv.ExpiresAt) || lv.ExpiresAt[i] == 0 || lv.ExpiresAt[i] > nowMs
-	}
-	start := int(min(offset, uint64(len(items))))
-	var liveTotal, expired, fromStart uint64
-	for i := range items {
-		if live(i) {
-			liveTotal++
-			if i >= start {
-				fromStart++
-			}
-			if i < len(lv.ExpiresAt) && lv.ExpiresAt[i] != 0 {
-				until = earliest(until, lv.ExpiresAt[i]*int64(time.Millisecond))
-			}
-		} else {
-			expired++
-		}
-	}
-	if allFailed && liveTotal == 0 {
-		return errAllListFeeds
-	}
-	hasMore := fromStart > uint64(limit) // a live item lies after the page
-
-	listed, truncated := liveCount(&lv, liveTotal, nowMs)
-	if next := nextExpiry(lv.BeyondExpires, nowMs); next != 0 {
-		until = earliest(until, next*int64(time.Millisecond)) // listedCount moves then
-	}
+	items, until, listed, truncated, expired := w.items, w.until, w.listed, w.truncated, w.expired
+	start = min(start, len(items))
+	hasMore := w.fromStart > uint64(limit) // a live item lies after the page
 	asOf := lv.AsOf.Resolve(s.pollTimes(c.UserContext()))
 
 	// What the page is: the collection and its view's version, the
@@ -121,7 +95,7 @@ func (s *Server) getListings(c *fiber.Ctx, rt *route, rq request) error {
 	resp.AppendBodyString(`{"data":[`)
 	n, i := 0, start
 	for ; i < len(items) && n < limit; i++ {
-		if !live(i) {
+		if !w.live(i) {
 			continue
 		}
 		if n > 0 {

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"encoding/json"
 	"strconv"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -48,33 +47,11 @@ func (s *Server) getSweep(c *fiber.Ctx, rt *route, rq request) error {
 		return err
 	}
 
-	nowMs := now.UnixMilli()
-	items := lv.Items
-	if len(items) > readmodel.ListingsCeiling {
-		items = items[:readmodel.ListingsCeiling]
+	w, err := walkSnapshot(&lv, now.UnixMilli(), 0, 0)
+	if err != nil {
+		return err
 	}
-	live := func(i int) bool {
-		return i >= len(lv.ExpiresAt) || lv.ExpiresAt[i] == 0 || lv.ExpiresAt[i] > nowMs
-	}
-	var until int64 // when the clock changes this answer; 0: never
-	var liveTotal, expired uint64
-	for i := range items {
-		if !live(i) {
-			expired++
-			continue
-		}
-		liveTotal++
-		if i < len(lv.ExpiresAt) && lv.ExpiresAt[i] != 0 {
-			until = earliest(until, lv.ExpiresAt[i]*int64(time.Millisecond))
-		}
-	}
-	if lv.AllFailed && liveTotal == 0 {
-		return errAllListFeeds
-	}
-	listed, truncated := liveCount(&lv, liveTotal, nowMs)
-	if next := nextExpiry(lv.BeyondExpires, nowMs); next != 0 {
-		until = earliest(until, next*int64(time.Millisecond)) // listedCount moves then
-	}
+	items, until, listed, truncated, expired := w.items, w.until, w.listed, w.truncated, w.expired
 	asOf := lv.AsOf.Resolve(s.pollTimes(c.UserContext()))
 
 	// What the quote is: the listings page's identity (less the cursor's
@@ -93,7 +70,7 @@ func (s *Server) getSweep(c *fiber.Ctx, rt *route, rq request) error {
 	}
 	picked := make([][]byte, 0, count)
 	for i := 0; i < len(items) && len(picked) < count; i++ {
-		if live(i) {
+		if w.live(i) {
 			picked = append(picked, items[i])
 		}
 	}
