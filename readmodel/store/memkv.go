@@ -26,7 +26,6 @@ type memEngine struct {
 
 	mu        sync.RWMutex
 	published *btree.BTreeG[memItem] // readers' copy of committed; never written or cloned
-	bytes     int64                  // keys and values held (under mu)
 }
 
 type memItem struct {
@@ -53,28 +52,11 @@ func (e *memEngine) begin(update bool) kvTxn {
 	return &memTxn{e: e, tree: e.committed.Clone()}
 }
 
-// size is the bytes of the keys and values committed.
-func (e *memEngine) size() int64 {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	return e.bytes
-}
-
-// each calls fn with every committed entry in key order until fn returns
-// false; expires is Badger's ExpiresAt (0: never).
-func (e *memEngine) each(fn func(k string, v []byte, expires uint64) bool) {
-	e.mu.RLock()
-	t := e.published
-	e.mu.RUnlock()
-	t.Ascend(func(it memItem) bool { return fn(it.k, it.v, uint64(it.expires)) })
-}
-
 // memTxn is a transaction of a memEngine: e is nil for a read-only one.
 type memTxn struct {
-	e     *memEngine
-	tree  *btree.BTreeG[memItem]
-	delta int64 // bytes added by the writes
-	done  bool
+	e    *memEngine
+	tree *btree.BTreeG[memItem]
+	done bool
 }
 
 var errMemReadOnly = errors.New("memory store: write in a read-only transaction")
@@ -93,10 +75,7 @@ func (t *memTxn) put(it memItem) error {
 	if t.e == nil || t.done {
 		return errMemReadOnly
 	}
-	if old, had := t.tree.ReplaceOrInsert(it); had {
-		t.delta -= int64(len(old.k) + len(old.v))
-	}
-	t.delta += int64(len(it.k) + len(it.v))
+	t.tree.ReplaceOrInsert(it)
 	return nil
 }
 
@@ -114,9 +93,7 @@ func (t *memTxn) del(k []byte) error {
 	if t.e == nil || t.done {
 		return errMemReadOnly
 	}
-	if old, had := t.tree.Delete(memItem{k: string(k)}); had {
-		t.delta -= int64(len(old.k) + len(old.v))
-	}
+	t.tree.Delete(memItem{k: string(k)})
 	return nil
 }
 
@@ -154,7 +131,6 @@ func (t *memTxn) commit() error {
 	pub := t.tree.Clone()
 	e.mu.Lock()
 	e.published = pub
-	e.bytes += t.delta
 	e.mu.Unlock()
 	e.writing.Unlock()
 	return nil

@@ -40,12 +40,3 @@ func (s *Store) Each(ctx context.Context, fn func(k, v []byte) error) error {
 	})
 	return internal(err, "walk keys")
 }
-
-// MemoryBytes is what the keys and values of a memory store take (0 on
-// Badger).
-func (s *Store) MemoryBytes() int64 {
-	if m, ok := s.kv.(*memEngine); ok {
-		return m.size()
-	}
-	return 0
-}
