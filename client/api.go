@@ -37,6 +37,15 @@ type EventsQuery struct {
 	PageQuery
 }
 
+// MarketEventsQuery are GET /v1/events' parameters: EventsQuery's, and
+// the chain and the collections (up to 20 ids, any {id} form) to keep;
+// empty is every chain, every collection.
+type MarketEventsQuery struct {
+	Chain       readmodel.Chain
+	Collections []string
+	EventsQuery
+}
+
 func (q PageQuery) values() url.Values {
 	v := url.Values{}
 	if q.Limit != 0 {
@@ -63,6 +72,17 @@ func (q EventsQuery) values() url.Values {
 	v := q.PageQuery.values()
 	if len(q.Types) > 0 {
 		v.Set("types", strings.Join(q.Types, ","))
+	}
+	return v
+}
+
+func (q MarketEventsQuery) values() url.Values {
+	v := q.EventsQuery.values()
+	if q.Chain != "" {
+		v.Set("chain", string(q.Chain))
+	}
+	if len(q.Collections) > 0 {
+		v.Set("collections", strings.Join(q.Collections, ","))
 	}
 	return v
 }
@@ -167,6 +187,18 @@ func (c *Client) Sales(ctx context.Context, id string, q PageQuery) (Page[readmo
 func (c *Client) Events(ctx context.Context, id string, q EventsQuery) (Page[Event], error) {
 	var p Page[Event]
 	err := c.get(ctx, collectionPath(id, "events"), q.values(), &p)
+	return p, err
+}
+
+// MarketEvents is one page of GET /v1/events, every collection's change
+// feed in the order the node applied them, oldest first, as Events pages
+// a collection's. A page with a filter may hold fewer events than the
+// limit and HasMore true (the server reads a bounded stretch of the feed
+// per page): keep following NextCursor. A collection id that does not
+// resolve is ErrNotFound.
+func (c *Client) MarketEvents(ctx context.Context, q MarketEventsQuery) (Page[Event], error) {
+	var p Page[Event]
+	err := c.get(ctx, "/v1/events", q.values(), &p)
 	return p, err
 }
 
@@ -340,6 +372,16 @@ func (c *Client) AllEvents(ctx context.Context, id string, q EventsQuery) iter.S
 	return walk(ctx, q.PageQuery, pageFetch(func(ctx context.Context, pq PageQuery) (Page[Event], error) {
 		q.PageQuery = pq
 		return c.Events(ctx, id, q)
+	}), EventKey)
+}
+
+// AllMarketEvents walks the market's change feed from q.Cursor (empty: the
+// oldest event kept) to its newest event, in order, yielding each eventId
+// once, as AllEvents walks a collection's.
+func (c *Client) AllMarketEvents(ctx context.Context, q MarketEventsQuery) iter.Seq2[Event, error] {
+	return walk(ctx, q.PageQuery, pageFetch(func(ctx context.Context, pq PageQuery) (Page[Event], error) {
+		q.PageQuery = pq
+		return c.MarketEvents(ctx, q)
 	}), EventKey)
 }
 

@@ -29,6 +29,7 @@ var decodedAs = map[string]reflect.Type{
 	"/v1/collections/{id}/sales":             reflect.TypeFor[Page[readmodel.MarketItem]](),
 	"/v1/collections/{id}/events":            reflect.TypeFor[Page[Event]](),
 	"/v1/collections/{id}/sweep":             reflect.TypeFor[SweepResponse](),
+	"/v1/events":                             reflect.TypeFor[Page[Event]](),
 	"/v1/status":                             reflect.TypeFor[wire.Envelope[Status]](),
 	"/v1/tokens":                             reflect.TypeFor[wire.Envelope[[]wire.TokenResult]](),
 	"/v1/tokens/{chain}/{address}/{tokenId}": reflect.TypeFor[wire.Envelope[TokenDetail]](),

@@ -86,6 +86,9 @@ type Config struct {
 	// FeedEvents is how many change-feed events each collection keeps
 	// (GET /v1/collections/{id}/events); the oldest are dropped.
 	FeedEvents int
+	// MarketEvents is how many events the market's change feed keeps
+	// (GET /v1/events); the oldest are dropped.
+	MarketEvents int
 
 	// ViewsGCShare is about how much of one core the views' background
 	// value-log GC may use (store.Options.GCShare); 1 does not pace it.
@@ -141,6 +144,7 @@ func Default() Config {
 		CursorTTL:      time.Hour,
 		RowRetention:   10 * time.Minute,
 		FeedEvents:     1000,
+		MarketEvents:   1_000_000,
 		ViewsGCShare:   0.25,
 		SnapshotEvery:  30 * time.Minute,
 		Join:           "snapshot",
@@ -303,6 +307,8 @@ func (c *Config) settings() []setting {
 	add("row-retention", "how long a failing source's last good listing rows are kept", s, g)
 	s, g = integer(&c.FeedEvents)
 	add("feed-events", "change-feed events kept per collection (the oldest are dropped)", s, g)
+	s, g = integer(&c.MarketEvents)
+	add("market-events", "events kept by the market's change feed, GET /v1/events (the oldest are dropped)", s, g)
 	add("views-gc-share", "about how much of one core the views' value-log GC may use, above 0 and at most 1 (1: unpaced)", func(v string) error {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {
@@ -494,6 +500,9 @@ func (c Config) Validate() error {
 	}
 	if c.FeedEvents < 1 || c.FeedEvents > 1_000_000 {
 		return bad("feed-events", "must be between 1 and 1000000")
+	}
+	if c.MarketEvents < 1 || c.MarketEvents > 100_000_000 {
+		return bad("market-events", "must be between 1 and 100000000")
 	}
 	if !(c.ViewsGCShare > 0 && c.ViewsGCShare <= 1) {
 		return bad("views-gc-share", "must be above 0 and at most 1")

@@ -139,6 +139,7 @@ func TestLoadRejectsBadValuesNamingTheSetting(t *testing.T) {
 		{"bad nats in a list", []string{"--nats", "nats://a:4222,b:4222"}, nil, "nats"},
 		{"no replicas", []string{"--stream-replicas", "0"}, nil, "stream-replicas"},
 		{"no feed events", []string{"--feed-events", "0"}, nil, "feed-events"},
+		{"no market events", []string{"--market-events", "0"}, nil, "market-events"},
 		{"too many replicas env", nil, map[string]string{"MARKETD_STREAM_REPLICAS": "7"}, "MARKETD_STREAM_REPLICAS"},
 		{"short lease", []string{"--ingest-lease", "100ms"}, nil, "ingest-lease"},
 		{"bad proxy", []string{"--trusted-proxies", "not-an-ip"}, nil, "trusted-proxies"},

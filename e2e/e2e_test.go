@@ -167,6 +167,7 @@ func TestEdgeCache(t *testing.T) {
 		{"sweep", "/v1/collections/" + id.collection + "/sweep?count=5", "public, s-maxage=15, stale-while-revalidate=30"},
 		{"status", "/v1/status", "public, s-maxage=10, stale-while-revalidate=20"},
 		{"floor history", "/v1/collections/" + id.collection + "/floor/history?interval=1d", "public, s-maxage=60, stale-while-revalidate=120"},
+		{"market feed", "/v1/events?limit=3", "public, s-maxage=5, stale-while-revalidate=10"},
 	}
 	for _, tc := range classes {
 		t.Run(tc.name, func(t *testing.T) {

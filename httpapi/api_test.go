@@ -60,7 +60,7 @@ func TestIndex(t *testing.T) {
 	assert.ElementsMatch(t, []string{
 		"/v1", "/v1/openapi.json", "/v1/docs", "/v1/docs/redoc-2.5.4.standalone.js", "/v1/collections", "/v1/collections/{id}", "/v1/collections/{id}/floor",
 		"/v1/collections/{id}/floor/history", "/v1/collections/{id}/listings", "/v1/collections/{id}/sales", "/v1/collections/{id}/events", "/v1/tokens", "/v1/tokens/{chain}/{address}/{tokenId}",
-		"/v1/collections/{id}/sweep", "/v1/status",
+		"/v1/collections/{id}/sweep", "/v1/events", "/v1/status",
 	}, paths)
 }
 

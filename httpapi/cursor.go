@@ -21,6 +21,7 @@ const (
 	cursorSales       cursorKind = 'S'
 	cursorCollections cursorKind = 'C'
 	cursorEvents      cursorKind = 'E'
+	cursorMarket      cursorKind = 'M' // the market's change feed, GET /v1/events
 )
 
 const (

@@ -39,15 +39,9 @@ func (s *Server) getEvents(c *fiber.Ctx, rt *route, rq request) error {
 	if err != nil {
 		return err
 	}
-	var types uint8
-	if args := c.Context().QueryArgs(); args.Has("types") {
-		for _, t := range strings.Split(string(args.Peek("types")), ",") {
-			bit := render.EventTypeBit(t)
-			if bit == 0 {
-				return errEventTypes
-			}
-			types |= bit
-		}
+	types, err := queryTypes(c)
+	if err != nil {
+		return err
 	}
 	var after uint64
 	var afterID string
@@ -64,19 +58,46 @@ func (s *Server) getEvents(c *fiber.Ctx, rt *route, rq request) error {
 		cursorUntil = k.expiresAt()
 	}
 	// What the page is: the collection, the types and size asked and the
-	// position it starts after; below, for a page that can still change,
-	// the feed's newest event it reaches. A full page after a cursor is
-	// immutable: what the request names is all it depends on, so its body
-	// is remembered (page memo) by that and served without a read.
+	// position it starts after (feedPage adds, for a page that can still
+	// change, the feed's newest event it reaches).
 	var kb [192]byte
 	id := newIdentity(kb[:0], cursorEvents).str(cv.ID).num(uint64(types)).num(after).str(afterID).num(uint64(limit)).expires(cursorUntil)
+	return s.feedPage(c, rt, rq, id, cursor{kind: cursorEvents, bind: cv.ID}, after, func() (render.EventPage, error) {
+		return s.r.Events(c.UserContext(), cv.ID, after, afterID, limit, types)
+	})
+}
+
+// queryTypes parses a feed's types parameter: the bits
+// (render.EventTypeBit) of the comma-separated types it names; 0 when
+// absent (every type).
+func queryTypes(c *fiber.Ctx) (uint8, error) {
+	var types uint8
+	if args := c.Context().QueryArgs(); args.Has("types") {
+		for _, t := range strings.Split(string(args.Peek("types")), ",") {
+			bit := render.EventTypeBit(t)
+			if bit == 0 {
+				return 0, errEventTypes
+			}
+			types |= bit
+		}
+	}
+	return types, nil
+}
+
+// feedPage answers a page of a change feed (a collection's or the
+// market's) of identity id, which names what the request asks (the
+// position it starts after, after, the filters and size): read reads it,
+// and its nextCursor is next at the page's Last. A full page after a
+// cursor is immutable: what the request names is all it depends on, so
+// its body is remembered (page memo) by that and served without a read.
+func (s *Server) feedPage(c *fiber.Ctx, rt *route, rq request, id identity, next cursor, after uint64, read func() (render.EventPage, error)) error {
 	full := *rt
 	full.cacheControl, full.cdnCacheControl = immutableCacheControl, immutableCDNCacheControl
 	var h uint64
 	if after != 0 && s.answerFromPage(c, rq, &full, id, &h) {
 		return nil
 	}
-	page, err := s.r.Events(c.UserContext(), cv.ID, after, afterID, limit, types)
+	page, err := read()
 	if err != nil {
 		return err
 	}
@@ -103,15 +124,16 @@ func (s *Server) getEvents(c *fiber.Ctx, rt *route, rq request) error {
 	resp := c.Response()
 	resp.AppendBodyString(`{"data":`)
 	appendItems(resp, page.Items)
-	var next []byte
+	var nb []byte
 	if page.Last != 0 {
 		var b [512]byte
-		next = s.cursors.appendCursorUntil(b[:0], cursor{kind: cursorEvents, bind: cv.ID, pos: page.LastID, offset: page.Last}, neverExpires)
+		next.pos, next.offset = page.LastID, page.Last
+		nb = s.cursors.appendCursorUntil(b[:0], next, neverExpires)
 	}
-	appendPagination(resp, next, page.Full)
+	appendPagination(resp, nb, page.Full)
 	resp.AppendBodyString("}")
 	if immutable || memoHead {
-		s.rememberPage(c, id.key, h, id, nil, now)
+		s.rememberPage(c, id.key, h, id, nil, rq.now)
 	}
 	s.keep(c, rq, id, nil, cached.cacheControl, cached.cdnCacheControl)
 	return nil

@@ -49,6 +49,7 @@ func (f *fakeReader) addEvents(id string, n int) {
 			e.Type, e.Sale = render.EventSale, saleItem(id, seq)
 		}
 		fd.events = append(fd.events, fakeEvent{id: e.ID, typ: e.Type, body: render.EventJSON(&e)})
+		f.market.events = append(f.market.events, fakeMarketEvent{cid: id, fakeEvent: fd.events[len(fd.events)-1]})
 	}
 }
 

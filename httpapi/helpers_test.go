@@ -57,6 +57,7 @@ type fakeReader struct {
 	viewsVersioned bool
 	viewsVer       uint64
 	feeds          map[string]*fakeFeed // change feeds by canonical id (events_test.go)
+	market         fakeMarket           // the market's feed (marketevents_test.go)
 	errs           map[string]error
 	calls          map[string]int
 
@@ -519,7 +520,7 @@ func documented(method, path string) bool {
 	path = strings.TrimSuffix(path, "/")
 	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
 	switch {
-	case path == "/v1", path == "/v1/openapi.json", path == "/v1/docs", path == docsScriptPath, path == "/v1/collections", path == "/v1/tokens", path == "/v1/status":
+	case path == "/v1", path == "/v1/openapi.json", path == "/v1/docs", path == docsScriptPath, path == "/v1/collections", path == "/v1/tokens", path == "/v1/status", path == "/v1/events":
 		return true
 	case len(segs) == 3 && segs[1] == "collections":
 		return true

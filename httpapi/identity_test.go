@@ -48,6 +48,7 @@ var pageRoutes = map[string]bool{
 	"/v1/collections/:id/listings": true,
 	"/v1/collections/:id/sales":    true,
 	"/v1/collections/:id/events":   true,
+	"/v1/events":                   true,
 	"/v1/collections/:id/sweep":    true,
 	"/v1/tokens":                   true,
 }
@@ -68,6 +69,7 @@ func TestRouteIdentity(t *testing.T) {
 		listings = detail + "/listings?limit=10"
 		sales    = detail + "/sales?limit=5"
 		events   = detail + "/events?limit=25"
+		market   = "/v1/events?limit=25"
 		history  = detail + "/floor/history"
 		sweep    = detail + "/sweep?count=5"
 		token    = "/v1/tokens/ethereum/" + testContract + "/1"
@@ -301,6 +303,24 @@ func TestRouteIdentity(t *testing.T) {
 			path:   func(h *harness) string { return next(h, next(h, events)) }, // events 51 to 60
 			change: commit(func(r *fakeReader) { r.addEvents(testID, 1) })},
 		{name: "events: the first page's newest event", route: "/v1/collections/:id/events", path: at(detail + "/events?limit=100"), noPage: true,
+			change: commit(func(r *fakeReader) { r.addEvents(testID, 1) })},
+
+		// GET /v1/events: as a collection's feed, and its filters.
+		{name: "market: types", route: "/v1/events", path: func(h *harness) string { return next(h, market) },
+			change: func(h *harness) string { return next(h, market) + "&types=sale" }},
+		{name: "market: chain", route: "/v1/events", path: func(h *harness) string { return next(h, market) },
+			change: func(h *harness) string { return next(h, market) + "&chain=base" }},
+		{name: "market: collections", route: "/v1/events", path: func(h *harness) string { return next(h, market) },
+			change: func(h *harness) string { return next(h, market) + "&collections=" + testSlug }},
+		{name: "market: the collections' canonical ids", route: "/v1/events", path: at(market + "&collections=" + testSlug), noPage: true, change: repoint},
+		{name: "market: position", route: "/v1/events", path: func(h *harness) string { return next(h, market) },
+			change: func(h *harness) string { return next(h, next(h, market)) }},
+		{name: "market: limit", route: "/v1/events", path: func(h *harness) string { return next(h, market) },
+			change: func(h *harness) string { return strings.Replace(next(h, market), "limit=25", "limit=24", 1) }},
+		{name: "market: the head page's newest event", route: "/v1/events",
+			path:   func(h *harness) string { return next(h, next(h, market)) }, // events 51 to 60
+			change: commit(func(r *fakeReader) { r.addEvents(testID, 1) })},
+		{name: "market: the first page's newest event", route: "/v1/events", path: at("/v1/events?limit=100"), noPage: true,
 			change: commit(func(r *fakeReader) { r.addEvents(testID, 1) })},
 
 		// GET /v1/tokens/{chain}/{address}/{tokenId}

@@ -34,6 +34,8 @@ func TestParametersSayWhatTheServerChecks(t *testing.T) {
 	listingsCursor := cursorOf("/v1/collections/" + testID + "/listings?limit=1")
 	salesCursor := cursorOf("/v1/collections/" + testID + "/sales?limit=1")
 	eventsCursor := cursorOf("/v1/collections/" + testID + "/events?limit=1")
+	marketCursor := cursorOf("/v1/events?limit=1")
+	twenty := strings.TrimSuffix(strings.Repeat(testSlug+",", 20), ",")
 	collectionsCursor := cursorOf("/v1/collections?limit=1")
 
 	evm := "0x" + strings.Repeat("ab", 20)
@@ -93,6 +95,18 @@ func TestParametersSayWhatTheServerChecks(t *testing.T) {
 		{"cursor: listings", "/v1/collections/" + testID + "/listings?cursor=" + listingsCursor, true},
 		{"cursor: sales", "/v1/collections/" + testID + "/sales?cursor=" + salesCursor, true},
 		{"cursor: events", "/v1/collections/" + testID + "/events?cursor=" + eventsCursor, true},
+		{"cursor: market", "/v1/events?cursor=" + marketCursor, true},
+		{"market: chain", "/v1/events?chain=solana", true},
+		{"market: chain in capitals", "/v1/events?chain=Solana", false},
+		{"market: types", "/v1/events?types=sale,floor_changed", true},
+		{"market: types unknown", "/v1/events?types=transfer", false},
+		{"market: a collection", "/v1/events?collections=" + testSlug, true},
+		{"market: 20 collections", "/v1/events?collections=" + twenty, true},
+		{"market: 21 collections", "/v1/events?collections=" + twenty + "," + testID, false},
+		{"market: an empty item", "/v1/events?collections=" + testID + ",", false},
+		{"market: empty collections", "/v1/events?collections=", false},
+		{"market: a 200-character id (404, not 400)", "/v1/events?collections=" + strings.Repeat("b", 200), true},
+		{"market: a 201-character id (404, not 400)", "/v1/events?collections=" + strings.Repeat("b", 201), true},
 		{"cursor: collections", "/v1/collections?cursor=" + collectionsCursor, true},
 		{"cursor: null", "/v1/collections?cursor=null", false},
 		{"cursor: empty", "/v1/collections?cursor=", false},

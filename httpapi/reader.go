@@ -51,6 +51,16 @@ type Reader interface {
 	// all). A position older than the retention, or not the event it
 	// names, is BadRequest.
 	Events(ctx context.Context, id string, after uint64, afterID string, limit int, types uint8) (render.EventPage, error)
+	// MarketEvents returns up to limit events of the market's change feed
+	// (GET /v1/events), every collection's events in the order this node
+	// applied them, oldest first, after the event at seq after whose id
+	// is afterID (after 0: from the oldest kept), keeping those of the
+	// types set in types (0: all), of chain ("": every chain) and of the
+	// canonical ids collections (none: every collection). A read goes
+	// through a bounded number of events (the page is then Full). A
+	// position older than the retention, or not the event it names, is
+	// BadRequest.
+	MarketEvents(ctx context.Context, after uint64, afterID string, limit int, types uint8, chain readmodel.Chain, collections []string) (render.EventPage, error)
 
 	// CollectionIndexStatus is the last applied poll status of the
 	// collection index; ok is false when none has been applied yet (the

@@ -64,6 +64,7 @@ func routeTable() []*route {
 		// listings feed (count 50 is a listings page of 50) with their sum,
 		// and the item bucket would read that page at 2.5 times the rate.
 		{pattern: "/v1/collections/:id/sweep", summary: "Sweep quote", bucket: bucketList, maxAge: 15, prepared: true, handle: (*Server).getSweep},
+		{pattern: "/v1/events", summary: "Market change feed", bucket: bucketList, maxAge: 5, prepared: true, handle: (*Server).getMarketEvents},
 		{pattern: "/v1/status", summary: "Sources' and node's status", bucket: bucketItem, maxAge: 10, handle: (*Server).getStatus},
 		{pattern: "/v1/tokens", summary: "Several tokens' detail", bucket: bucketItem, maxAge: 30, never502: true, prepared: true, handle: (*Server).getTokens},
 		{pattern: "/v1/tokens/:chain/:address/:tokenId", summary: "Token detail", bucket: bucketItem, maxAge: 30, never502: true, prepared: true, handle: (*Server).getToken},

@@ -96,6 +96,14 @@ func (vs *Views) Events(ctx context.Context, id string, after uint64, afterID st
 	})
 }
 
+// MarketEvents is the market's change feed (GET /v1/events) of the views
+// served.
+func (vs *Views) MarketEvents(ctx context.Context, after uint64, afterID string, limit int, types uint8, chain readmodel.Chain, collections []string) (render.EventPage, error) {
+	return read(vs, "market events", func(v *storeReads) (render.EventPage, error) {
+		return v.Store.MarketEvents(ctx, after, afterID, limit, store.MarketFilter{Types: types, Chain: chain, Collections: collections})
+	})
+}
+
 // TokensVersion is httpapi.Reader's: the served store's
 // TokensVersion, made unlike any other set's by the swap that made it
 // current; not ok while the views are rebuilt.

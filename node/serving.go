@@ -61,7 +61,7 @@ func OpenServing(ctx context.Context, n *Node, js jetstream.JetStream, cfg confi
 	// Background work gives way to the reads this process serves.
 	s := &Serving{gate: pace.New(0, 0, 0)}
 	registerPaceMetrics(reg, s.gate)
-	sopts := store.Options{GCShare: cfg.ViewsGCShare, FeedEvents: cfg.FeedEvents}
+	sopts := store.Options{GCShare: cfg.ViewsGCShare, FeedEvents: cfg.FeedEvents, MarketEvents: cfg.MarketEvents}
 	snaps := bus.NewSnapshots(js, cfg.StreamReplicas)
 	s.Views = NewViews(cfg.DataDir, js, sopts, projector.Options{
 		RowRetention:   cfg.RowRetention,

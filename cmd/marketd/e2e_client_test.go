@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"regexp"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -366,6 +367,26 @@ func TestGoClientAgainstNode(t *testing.T) {
 		resumed++
 	}
 	assert.Positive(t, resumed, "the tick's changes are in the feed")
+
+	// The market's feed, filtered to one collection, is that collection's
+	// feed; a chain filter keeps that chain's collections.
+	var market []string
+	for ev, err := range c.AllMarketEvents(ctx, client.MarketEventsQuery{Collections: []string{lag}, EventsQuery: client.EventsQuery{PageQuery: client.PageQuery{Limit: 30}}}) {
+		require.NoError(t, err)
+		assert.Equal(t, lag, ev.CollectionID)
+		market = append(market, ev.EventID)
+	}
+	own, _ := pageAll(lag, 100)
+	assert.Equal(t, own, market, "the market's feed of one collection is its own")
+	mp, err := c.MarketEvents(ctx, client.MarketEventsQuery{Chain: readmodel.Solana, EventsQuery: client.EventsQuery{Types: []string{wire.EventListingAdded}}})
+	require.NoError(t, err)
+	require.NotEmpty(t, mp.Data)
+	for _, ev := range mp.Data {
+		assert.True(t, strings.HasPrefix(ev.CollectionID, "solana_"), ev.CollectionID)
+		assert.Equal(t, wire.EventListingAdded, ev.Type)
+	}
+	_, err = c.MarketEvents(ctx, client.MarketEventsQuery{Collections: []string{"no-such-collection"}})
+	assert.ErrorIs(t, err, client.ErrNotFound)
 
 	// Tokens: one, then a batch with one found, one not indexed, one
 	// malformed, and a Solana token named by its collection's case-kept

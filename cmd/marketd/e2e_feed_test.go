@@ -167,3 +167,142 @@ func TestFeedEventsSetting(t *testing.T) {
 	assert.Len(t, evs, 3, "the newest 3 events")
 	assert.NotEmpty(t, cursor)
 }
+
+// walkMarket reads the market's feed (GET /v1/events) with query after
+// cursor ("" from the start) to its head, and returns the events and the
+// head page's cursor.
+func walkMarket(t *testing.T, e *apiEnv, query, cursor string) ([]map[string]any, string) {
+	t.Helper()
+	var out []map[string]any
+	for {
+		path := "/v1/events?limit=100" + query
+		if cursor != "" {
+			path += "&cursor=" + url.QueryEscape(cursor)
+		}
+		r := e.get(t, path)
+		require.Equal(t, 200, r.Status, "%s", r.Body)
+		for _, ev := range arr(r.JSON["data"]) {
+			out = append(out, obj(ev))
+		}
+		p := obj(r.JSON["pagination"])
+		if next, ok := p["nextCursor"].(string); ok {
+			cursor = next
+		}
+		if p["hasMore"] != true {
+			return out, cursor
+		}
+	}
+}
+
+// TestMarketFeedThroughTicks runs marketd all: following the market's
+// feed (GET /v1/events) from a first snapshot, every collection's events
+// applied to its listings then give its listings after three ticks; the
+// market's feed holds each collection's own feed's events in its order;
+// and its chain and collections filters keep only what they name. The
+// market's clock starts an hour ahead, as in TestChangeFeedThroughTicks.
+func TestMarketFeedThroughTicks(t *testing.T) {
+	e := newAPIEnv(t, "--sim-anchor", time.Now().Add(time.Hour).UTC().Truncate(time.Minute).Format(time.RFC3339))
+	var ids []string
+	for path := "/v1/collections?limit=100"; ; {
+		r := e.get(t, path)
+		require.Equal(t, 200, r.Status, "%s", r.Body)
+		for _, c := range arr(r.JSON["data"]) {
+			id := obj(c)["id"].(string)
+			if e.get(t, collection(id, "listings")).Status == 200 { // not one without a chain
+				ids = append(ids, id)
+			}
+		}
+		p := obj(r.JSON["pagination"])
+		if p["hasMore"] != true {
+			break
+		}
+		path = "/v1/collections?limit=100&cursor=" + url.QueryEscape(p["nextCursor"].(string))
+	}
+	require.NotEmpty(t, ids)
+	sets := map[string]map[string]string{}
+	feeds := map[string]string{} // each collection's own feed's head cursor
+	for _, id := range ids {
+		sets[id], _ = listingSet(t, e, id)
+		_, feeds[id] = walkEvents(t, e, id, "")
+	}
+	_, cursor := walkMarket(t, e, "", "")
+	require.NotEmpty(t, cursor)
+	for i := 0; i < 3; i++ {
+		e.tick(t)
+		e.cycle(t)
+	}
+
+	evs, _ := walkMarket(t, e, "", cursor)
+	require.NotEmpty(t, evs)
+	byColl := map[string][]string{}
+	for _, ev := range evs {
+		cid := ev["collectionId"].(string)
+		byColl[cid] = append(byColl[cid], ev["eventId"].(string))
+		set, ok := sets[cid]
+		if !ok {
+			continue // one whose listings are not served (no chain)
+		}
+		l := obj(ev["listing"])
+		switch ev["type"] {
+		case "listing_added", "price_changed":
+			k, v := assetValue(l)
+			set[k] = v
+		case "listing_removed":
+			k, v := assetValue(l)
+			require.Equal(t, set[k], v, "%s: removed as listed", cid)
+			delete(set, k)
+		}
+	}
+	for _, id := range ids {
+		last, _ := listingSet(t, e, id)
+		assert.Equal(t, last, sets[id], "%s: the market's events applied to the first snapshot are the last", id)
+		own, _ := walkEvents(t, e, id, feeds[id])
+		want := []string{}
+		for _, ev := range own {
+			want = append(want, ev["eventId"].(string))
+		}
+		assert.Equal(t, want, append([]string{}, byColl[id]...), "%s: the market's feed holds the collection's events in its order", id)
+	}
+
+	sol := e.id(t, sim.EdgeLegacySolanaIDs)
+	two := []string{e.id(t, sim.EdgeMirrorLag), sol}
+	for _, tc := range []struct {
+		name, query string
+		keeps       func(cid string) bool
+	}{
+		{"chain", "&chain=solana", func(cid string) bool { return strings.HasPrefix(cid, "solana_") }},
+		{"collections", "&collections=" + strings.Join(two, ","), func(cid string) bool { return cid == two[0] || cid == two[1] }},
+		{"collections and types", "&types=sale&collections=" + sol, func(cid string) bool { return cid == sol }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, _ := walkMarket(t, e, tc.query, "")
+			require.NotEmpty(t, got)
+			for _, ev := range got {
+				assert.True(t, tc.keeps(ev["collectionId"].(string)), "%s: %v", tc.query, ev["collectionId"])
+			}
+		})
+	}
+	r := e.get(t, "/v1/events?collections=nope")
+	assert.Equal(t, 404, r.Status, "%s", r.Body)
+}
+
+// TestMarketEventsSetting: --market-events bounds the market's feed: the
+// newest that many are kept, and a cursor before them is a 400 that names
+// the oldest kept.
+func TestMarketEventsSetting(t *testing.T) {
+	e := newAPIEnv(t, "--market-events", "5")
+	evs, _ := walkMarket(t, e, "", "")
+	assert.Len(t, evs, 5, "the newest 5 events")
+	r := e.get(t, "/v1/events?limit=1")
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	old := obj(r.JSON["pagination"])["nextCursor"].(string)
+	for i := 0; i < 3; i++ { // more than 5 events
+		e.tick(t)
+		e.cycle(t)
+	}
+	r = e.get(t, "/v1/events?cursor="+url.QueryEscape(old))
+	assert.Equal(t, 400, r.Status, "%s", r.Body)
+	assert.Contains(t, string(r.Body), "oldest available")
+	evs, _ = walkMarket(t, e, "", "")
+	assert.Len(t, evs, 5)
+}

@@ -29,7 +29,7 @@ func runReplay(ctx context.Context, cfg config.Config, log zerolog.Logger, stdou
 		return projector.Replay(ctx, js, cfg.DataDir, projector.ReplayOptions{
 			FromSeq: cfg.ReplayFromSeq,
 			Since:   cfg.ReplaySince,
-			Store:   store.Options{FeedEvents: cfg.FeedEvents},
+			Store:   store.Options{FeedEvents: cfg.FeedEvents, MarketEvents: cfg.MarketEvents},
 			Log:     log,
 		}, stdout)
 	})

@@ -88,6 +88,17 @@ async function main(): Promise<void> {
   const badInterval = await call<ErrorBody>(`/v1/collections/${encodeURIComponent(id)}/floor/history?interval=2h`, 400);
   check(badInterval.error.code === "bad_request", "floor history interval");
 
+  const market = await call<Ok<"/v1/events">>(`/v1/events?limit=5&collections=${encodeURIComponent(id)}`);
+  check(market.data.length > 0, "market feed: the listed collection's events");
+  check(market.data.every((e) => e.collectionId === id), "market feed: the collections filter");
+  check(market.pagination.nextCursor !== null, "market feed: every page resumes");
+  if (market.pagination.nextCursor !== null) {
+    const next = await call<Ok<"/v1/events">>(`/v1/events?limit=5&collections=${encodeURIComponent(id)}&cursor=${encodeURIComponent(market.pagination.nextCursor)}`);
+    check(next.data.every((e) => e.collectionId === id), "market feed: the next page");
+  }
+  const badChain = await call<ErrorBody>("/v1/events?chain=bitcoin", 400);
+  check(badChain.error.code === "bad_request", "market feed chain");
+
   const status = await call<Ok<"/v1/status">>("/v1/status");
   check(status.data.sources.length > 0, "status sources");
   check(typeof status.data.node.ready === "boolean", "status node.ready");

@@ -97,6 +97,9 @@ type applier struct {
 	sales        map[saleKey]bool // sales known stored, or added by this transaction (sales.go)
 	loadedSales  map[*readmodel.Message][]saleIn
 	salePuts     []salePut
+	// market is every feed event queued in this transaction, in the order
+	// applied, for the market's feed (appendFeed, saveStates).
+	market []store.MarketEvent
 
 	// Applying a message only marks what it makes stale (mark,
 	// touchToken); finish renders it once for the whole batch. held (a

@@ -22,6 +22,10 @@ import (
 // in order to the set at any earlier event yields the set after the last
 // (TestFeedReplaysSnapshots).
 //
+// The market's feed (GET /v1/events) is every collection's events in one
+// log, in the order their messages were applied: appendFeed queues each
+// event for both, and saveStates appends them in the same transaction.
+//
 // Event ids are the stream position of the message ("s<seq>" on the state
 // stream, "x<seq>" on the sales stream), the event's index among the
 // message's events and a hash of its content: the same message applied to
@@ -120,12 +124,14 @@ func (a *applier) feedSale(cid string, i int, row *readmodel.SaleRow, ref store.
 }
 
 // appendFeed queues evs, the events of the message being applied from
-// its first-th on, for saveStates, placing each in the streams.
+// its first-th on, for saveStates, placing each in the streams: for the
+// collection's feed, and for the market's in the order they are applied.
 func (a *applier) appendFeed(st *collState, stream byte, first int, evs []store.NewEvent) {
 	for i := range evs {
 		e := evs[i]
 		e.Stream, e.Seq, e.Index = stream, a.seq, first+i
 		st.pending = append(st.pending, e)
+		a.market = append(a.market, store.MarketEvent{CollectionID: st.cid, Event: e})
 	}
 }
 

@@ -3,7 +3,9 @@ package projector_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -232,6 +234,125 @@ func TestFeedReplaysSnapshots(t *testing.T) {
 	t.Logf("events by type and reason over %d ticks: %v", ticks, seen)
 	for _, k := range []string{"listing_added", "listing_removed", "floor_changed", "sale",
 		"listing_removed:expired", "listing_removed:cancelled", "listing_removed:repriced"} {
+		assert.NotZero(t, seen[k], "the market produced no %s", k)
+	}
+}
+
+// walkMarket reads the market's feed from its start to its head in pages
+// of limit.
+func walkMarket(t *testing.T, st *store.Store, limit int) []marketFeedEvent {
+	t.Helper()
+	var out []marketFeedEvent
+	var after uint64
+	var afterID string
+	for {
+		p, err := st.MarketEvents(context.Background(), after, afterID, limit, store.MarketFilter{})
+		require.NoError(t, err)
+		for _, b := range p.Items {
+			var e marketFeedEvent
+			require.NoError(t, json.Unmarshal(b, &e), "%s", b)
+			out = append(out, e)
+		}
+		after, afterID = p.Last, p.LastID
+		if !p.Full {
+			return out
+		}
+	}
+}
+
+// marketFeedEvent is an event of the market's feed: a collection's event
+// and the collection.
+type marketFeedEvent struct {
+	feedEvent
+	CollectionID string `json:"collectionId"`
+}
+
+// TestMarketFeedReplaysSnapshots proves the market's feed gap-free and in
+// the order applied: over N ticks of the simulated market, every
+// collection's events in the market's feed are its own feed's, in its
+// order, once each; each stream's messages follow in the order of the
+// stream; and following the market's feed from its start, every
+// collection's events applied to an empty set yield its last snapshot
+// exactly.
+func TestMarketFeedReplaysSnapshots(t *testing.T) {
+	const ticks = 8
+	anchor := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	e := mustEnv(t)
+	s := sim.New(sim.Options{Seed: 31, Collections: 24, TokensPerCollection: 40, SalesDepth: 1, Anchor: anchor})
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	clock := func() time.Time { return *e.now.Load() }
+	cfg := ingest.Config{Sources: map[readmodel.Source]ingest.SourceConfig{}, Now: clock, PageLimit: 300}
+	for _, src := range readmodel.Sources {
+		cfg.Sources[src] = ingest.SourceConfig{BaseURL: srv.URL + "/" + string(src), Timeout: 30 * time.Second}
+	}
+	in, err := ingest.New(cfg, e.pub, zerolog.Nop())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = in.Close(context.Background()) })
+	for tick := 0; tick <= ticks; tick++ {
+		if tick > 0 {
+			s.Tick()
+		}
+		e.setNow(anchor.Add(time.Duration(tick)*2*time.Minute + 10*time.Second))
+		_, err := in.RunCycle(context.Background())
+		require.NoError(t, err)
+		e.apply()
+	}
+	var cids []string
+	require.NoError(t, e.st.View(context.Background(), func(tx *store.Tx) error {
+		cids, err = tx.Collections("", 1000)
+		return err
+	}))
+	require.NotEmpty(t, cids)
+
+	market := walkMarket(t, e.st, 37)
+	byColl := map[string][]string{}
+	sets := map[string]map[string]string{}
+	last := map[string][2]uint64{} // per stream letter: the last message's seq and event index
+	seen := map[string]int{}
+	for _, ev := range market {
+		seen[ev.Type]++
+		byColl[ev.CollectionID] = append(byColl[ev.CollectionID], ev.EventID)
+		// eventId: the stream's letter and seq, "-", the event's index, "-", a hash.
+		var seq, idx uint64
+		var hash string
+		_, err := fmt.Sscanf(strings.ReplaceAll(ev.EventID[1:], "-", " "), "%d %d %s", &seq, &idx, &hash)
+		require.NoError(t, err, ev.EventID)
+		if l, ok := last[ev.EventID[:1]]; ok {
+			require.True(t, seq > l[0] || seq == l[0] && idx > l[1], "%s after %v: the stream's order", ev.EventID, l)
+		}
+		last[ev.EventID[:1]] = [2]uint64{seq, idx}
+		set := sets[ev.CollectionID]
+		if set == nil {
+			set = map[string]string{}
+			sets[ev.CollectionID] = set
+		}
+		switch ev.Type {
+		case "listing_added":
+			set[ev.Listing.key()] = ev.Listing.value()
+		case "listing_removed":
+			require.Equal(t, set[ev.Listing.key()], ev.Listing.value(), "%s: removed as listed", ev.CollectionID)
+			delete(set, ev.Listing.key())
+		case "price_changed":
+			set[ev.Listing.key()] = ev.Listing.value()
+		}
+	}
+	for _, cid := range cids {
+		own, _, _ := walkFeed(t, e.st, cid, 0, "", 100)
+		ids := []string{}
+		for _, ev := range own {
+			ids = append(ids, ev.EventID)
+		}
+		assert.Equal(t, ids, append([]string{}, byColl[cid]...), "%s: the market's feed holds the collection's events, in its order", cid)
+		want := snapshotSet(t, e.st, cid)
+		got := sets[cid]
+		if got == nil {
+			got = map[string]string{}
+		}
+		assert.Equal(t, want, got, "%s: the market's events applied from the start are the last snapshot", cid)
+	}
+	t.Logf("%d events in the market's feed over %d ticks: %v", len(market), ticks, seen)
+	for _, k := range []string{"listing_added", "listing_removed", "floor_changed", "sale"} {
 		assert.NotZero(t, seen[k], "the market produced no %s", k)
 	}
 }

@@ -382,7 +382,8 @@ func (a *applier) save() error {
 }
 
 // saveStates appends the feed events each collection's messages queued
-// and stores every changed state, in collection order; the projector
+// and stores every changed state, in collection order, then appends the
+// same events to the market's feed in the order applied; the projector
 // calls it before a transaction that applied or rendered commits.
 func (a *applier) saveStates() error {
 	cids := make([]string, 0, len(a.states))
@@ -415,6 +416,8 @@ func (a *applier) saveStates() error {
 		a.tx.PutCollectionState(cid, &rec, &s.dirty)
 		s.stored, s.dirty = rec, [store.NumStateSections]bool{}
 	}
+	a.tx.AppendMarket(a.market)
+	a.market = nil
 	return nil
 }
 

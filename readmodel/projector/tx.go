@@ -33,6 +33,7 @@ type viewTx interface {
 	NextVersion() uint64
 	PutCollectionState(cid string, st *store.CollectionState, changed *[store.NumStateSections]bool)
 	AppendEvents(cid string, h store.FeedHead, events []store.NewEvent) store.FeedHead
+	AppendMarket(events []store.MarketEvent)
 	SetAliases(cid string, old, new []store.Alias)
 	RoyaltyChanged(cid string)
 	PutCollection(v render.CollectionView)

@@ -115,7 +115,8 @@ func appendPriceOrNull(b []byte, p *readmodel.Price) []byte {
 	return b
 }
 
-// EventPage is one page of a collection's change feed, oldest first.
+// EventPage is one page of a change feed (a collection's or the
+// market's), oldest first.
 type EventPage struct {
 	Items [][]byte // event bodies
 	// Last and LastID are the position a walk resumes after: the last
@@ -124,6 +125,7 @@ type EventPage struct {
 	// read from its start.
 	Last   uint64
 	LastID string
-	// Full is true when the page holds limit events: it never changes.
+	// Full is true when the page holds limit events, or (the market's
+	// feed) ends where a read stops scanning: it never changes.
 	Full bool
 }

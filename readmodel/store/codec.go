@@ -16,7 +16,7 @@ import (
 //	i/…  projection inputs (latest rows, statuses, indexes): rebuilt by replay
 //	o/…  superseded listing snapshots, expiring (node-local)
 //	m/…  node-local bookkeeping: applied positions, version counter, jobs
-//	e/…  the change feed, node-local history (events.go)
+//	e/…  the change feeds, node-local history (events.go, market.go)
 //	h/…  other node-local history: the floor history (floorhistory.go)
 //
 // Variable-length ids inside keys are length-prefixed (uvarint), so no id
@@ -35,6 +35,9 @@ var (
 	pOldListings = []byte("o/l/")
 
 	pFloorHistory = []byte("h/f/")
+
+	pMarket     = []byte("e/m/") // the market's change feed: its blocks (market.go)
+	kMarketHead = []byte("e/n")  // and its head
 
 	pInput        = []byte("i/")
 	pState        = []byte("i/cs/") // a collection's state, its small record (state.go)

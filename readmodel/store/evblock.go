@@ -57,24 +57,37 @@ const feedBlock = 64
 // blockOf is the block of event seq (from 1).
 func blockOf(seq uint64) uint64 { return (seq - 1) / feedBlock }
 
-// blockKey is the key of collection cid's k-th block.
-func blockKey(cid string, k uint64) []byte {
-	return binary.BigEndian.AppendUint64(key(pEvent, cid, ""), k)
+// feedFam is the key prefix of collection cid's blocks: a block's key
+// is a family's prefix and k, a part's one byte more. The market's log
+// (market.go) is a family of its own, pMarket.
+func feedFam(cid string) []byte { return key(pEvent, cid, "") }
+
+// famBlockKey is the key of the k-th block of the family whose prefix is
+// fam.
+func famBlockKey(fam []byte, k uint64) []byte {
+	return binary.BigEndian.AppendUint64(append(make([]byte, 0, len(fam)+9), fam...), k)
 }
+
+// famPartKey is the key of the part of the open block k of family fam
+// that ends with the block's last-th event.
+func famPartKey(fam []byte, k, last uint64) []byte { return append(famBlockKey(fam, k), byte(last)) }
+
+// blockKey is the key of collection cid's k-th block.
+func blockKey(cid string, k uint64) []byte { return famBlockKey(feedFam(cid), k) }
 
 // partKey is the key of the part of collection cid's open block k that
 // ends with the block's last-th event.
-func partKey(cid string, k, last uint64) []byte { return append(blockKey(cid, k), byte(last)) }
+func partKey(cid string, k, last uint64) []byte { return famPartKey(feedFam(cid), k, last) }
 
-// openParts returns the parts of collection cid's open block k that hold
+// openParts returns the parts of family fam's open block k that hold
 // its events end..last (those after its base's), oldest first, read with
 // get: from the part ending at last back to the one starting at end, each
 // saying where it starts. A part missing, or one that does not end where
 // the next starts, is errCorruptBlock.
-func openParts(get func(k []byte) ([]byte, bool, error), cid string, k, end, last uint64) ([][]byte, error) {
+func openParts(get func(k []byte) ([]byte, bool, error), fam []byte, k, end, last uint64) ([][]byte, error) {
 	var parts [][]byte
 	for last+1 > end {
-		v, ok, err := get(partKey(cid, k, last))
+		v, ok, err := get(famPartKey(fam, k, last))
 		if err != nil {
 			return nil, err
 		}

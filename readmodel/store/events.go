@@ -85,8 +85,19 @@ func (t *Tx) PutFeedHead(cid string, h FeedHead) { t.set(key(pFeed, cid), Encode
 // block that does not match h, met on the way, is the transaction's error
 // (damage).
 func (t *Tx) AppendEvents(cid string, h FeedHead, events []NewEvent) FeedHead {
-	keep := t.s.feedEvents()
-	next := h.Next + uint64(len(events))
+	h = t.appendBlocks(feedFam(cid), h, t.s.feedEvents(), uint64(len(events)), func(i uint64) []byte {
+		return encodeEvent(nil, cid, &events[i])
+	})
+	t.sales = append(t.sales, feedFamily(cid)) // cached pages of this feed are stale after the commit
+	return h
+}
+
+// appendBlocks appends n events to the blocks of family fam, whose head
+// was h, keeping the last keep, and returns the new head (see
+// AppendEvents); rec(i) is the record of the i-th event appended, asked
+// only of those written.
+func (t *Tx) appendBlocks(fam []byte, h FeedHead, keep, n uint64, rec func(i uint64) []byte) FeedHead {
+	next := h.Next + n
 	first := max(h.First, next-min(next-1, keep))
 	had := h.First < h.Next // events were stored before: blocks blockOf(h.First)..blockOf(h.Next-1)
 	w := max(h.Next, first) // the first event written; those below first are not
@@ -98,39 +109,38 @@ func (t *Tx) AppendEvents(cid string, h FeedHead, events []NewEvent) FeedHead {
 		if !goesOn && (h.Next-1)%feedBlock != feedBlock-1 {
 			// The open block is deleted below or written anew (an append
 			// past the retention): its parts go with it.
-			t.deleteParts(cid, open, (h.Next-2)%feedBlock)
+			t.deleteParts(fam, open, (h.Next-2)%feedBlock)
 		}
 		for k := blockOf(h.First); k <= open && k < blockOf(first); k++ {
-			t.del(blockKey(cid, k))
+			t.del(famBlockKey(fam, k))
 		}
 	}
-	recs := make([][]byte, 0, len(events)-int(w-h.Next))
-	for i := range events[w-h.Next:] {
-		recs = append(recs, encodeEvent(nil, cid, &events[int(w-h.Next)+i]))
+	recs := make([][]byte, 0, n-(w-h.Next))
+	for i := w - h.Next; i < n; i++ {
+		recs = append(recs, rec(i))
 	}
 	for evs := recs; len(evs) > 0; {
 		k, off := blockOf(w), (w-1)%feedBlock
 		n := min(uint64(len(evs)), feedBlock-off)
 		switch {
 		case goesOn && w == h.Next && off+n == feedBlock:
-			t.set(blockKey(cid, k), t.seal(cid, k, off, evs[:n]))
+			t.set(famBlockKey(fam, k), t.seal(fam, k, off, evs[:n]))
 		case goesOn && w == h.Next:
-			t.set(partKey(cid, k, off+n-1), newBlock(off, evs[:n]))
+			t.set(famPartKey(fam, k, off+n-1), newBlock(off, evs[:n]))
 		default:
-			t.set(blockKey(cid, k), newBlock(off, evs[:n]))
+			t.set(famBlockKey(fam, k), newBlock(off, evs[:n]))
 		}
 		evs, w = evs[n:], w+n
 	}
-	t.sales = append(t.sales, feedFamily(cid)) // cached pages of this feed are stale after the commit
 	return FeedHead{First: first, Next: next}
 }
 
-// openBlock reads the base of collection cid's open block k and its parts
+// openBlock reads the base of family fam's open block k and its parts
 // up to the one ending with the block's last-th event: the base's start
 // and the values, oldest first. A missing or damaged one is
 // errCorruptBlock.
-func (t *Tx) openBlock(cid string, k, last uint64) (uint64, [][]byte, error) {
-	base, ok, err := t.getRaw(blockKey(cid, k))
+func (t *Tx) openBlock(fam []byte, k, last uint64) (uint64, [][]byte, error) {
+	base, ok, err := t.getRaw(famBlockKey(fam, k))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -138,17 +148,17 @@ func (t *Tx) openBlock(cid string, k, last uint64) (uint64, [][]byte, error) {
 	if !ok || !shapeOK || start+n > last+1 {
 		return 0, nil, errCorruptBlock()
 	}
-	parts, err := openParts(t.getRaw, cid, k, start+n, last)
+	parts, err := openParts(t.getRaw, fam, k, start+n, last)
 	if err != nil {
 		return 0, nil, err
 	}
 	return start, append([][]byte{base}, parts...), nil
 }
 
-// seal returns collection cid's open block k with evs, which fill it from
+// seal returns family fam's open block k with evs, which fill it from
 // its off-th event, compressed as one, and deletes the block's parts.
-func (t *Tx) seal(cid string, k, off uint64, evs [][]byte) []byte {
-	start, vals, err := t.openBlock(cid, k, off-1)
+func (t *Tx) seal(fam []byte, k, off uint64, evs [][]byte) []byte {
+	start, vals, err := t.openBlock(fam, k, off-1)
 	if err != nil {
 		t.err = errors.Join(t.err, err)
 		return nil
@@ -164,23 +174,23 @@ func (t *Tx) seal(cid string, k, off uint64, evs [][]byte) []byte {
 			all = append(all, e.rec)
 		}
 		if i > 0 {
-			t.del(partKey(cid, k, start+uint64(len(all))-1))
+			t.del(famPartKey(fam, k, start+uint64(len(all))-1))
 		}
 	}
 	return newBlock(start, append(all, evs...))
 }
 
-// deleteParts deletes the parts of collection cid's open block k, whose
+// deleteParts deletes the parts of family fam's open block k, whose
 // newest event is its last-th.
-func (t *Tx) deleteParts(cid string, k, last uint64) {
-	_, vals, err := t.openBlock(cid, k, last)
+func (t *Tx) deleteParts(fam []byte, k, last uint64) {
+	_, vals, err := t.openBlock(fam, k, last)
 	if err != nil {
 		t.err = errors.Join(t.err, err)
 		return
 	}
 	for _, v := range vals[1:] {
 		s, n, _ := blockShape(v)
-		t.del(partKey(cid, k, s+n-1))
+		t.del(famPartKey(fam, k, s+n-1))
 	}
 }
 
@@ -227,7 +237,7 @@ func (s *Store) Events(ctx context.Context, cid string, after uint64, afterID st
 		} else if !errors.Is(err, badger.ErrKeyNotFound) {
 			return err
 		}
-		blocks := blockReader{txn: txn, cid: cid, head: h}
+		blocks := blockReader{txn: txn, fam: feedFam(cid), cid: cid, head: h}
 		sale := blocks.sale
 		if after != 0 {
 			if after >= h.Next {
@@ -305,7 +315,8 @@ func (s *Store) tooOld(blocks *blockReader, h FeedHead) error {
 // concurrent use.
 type blockReader struct {
 	txn    *badger.Txn
-	cid    string
+	fam    []byte   // the blocks' key prefix (feedFam, or pMarket)
+	cid    string   // the collection whose sales sale reads
 	head   FeedHead // the events the blocks must hold
 	k      uint64   // the block in evs, when loaded
 	start  uint64
@@ -325,7 +336,7 @@ func (r *blockReader) event(seq uint64) (*storedEvent, error) {
 	k := blockOf(seq)
 	if !r.loaded || r.k != k {
 		r.loaded = false
-		it, err := r.txn.Get(blockKey(r.cid, k))
+		it, err := r.txn.Get(famBlockKey(r.fam, k))
 		if errors.Is(err, badger.ErrKeyNotFound) {
 			return nil, errCorruptBlock()
 		}
@@ -342,7 +353,7 @@ func (r *blockReader) event(seq uint64) (*storedEvent, error) {
 		lo, hi := max(r.head.First, base+1), min(r.head.Next-1, base+feedBlock)
 		if end := r.start + uint64(len(r.evs)); base+end < hi {
 			// The open block: its newer events are in its parts.
-			parts, err := openParts(func(k []byte) ([]byte, bool, error) { return txnGet(r.txn, k) }, r.cid, k, end, hi-base-1)
+			parts, err := openParts(func(k []byte) ([]byte, bool, error) { return txnGet(r.txn, k) }, r.fam, k, end, hi-base-1)
 			if err != nil {
 				return nil, err
 			}

@@ -87,6 +87,9 @@ type Options struct {
 	// FeedEvents is how many change-feed events of each collection are
 	// kept (the oldest are dropped); 0 means DefaultFeedEvents.
 	FeedEvents int
+	// MarketEvents is how many events of the market's change feed
+	// (market.go) are kept; 0 means DefaultMarketEvents.
+	MarketEvents int
 }
 
 // Store is a node's view store. Its methods are safe for concurrent use;

@@ -120,6 +120,10 @@ type Picked struct {
 	// (immutable; "" when the feed holds fewer than 25 events) and the
 	// head page (the one a poller that kept up reads).
 	EventsFull, EventsHead string
+	// MarketFull and MarketHead are the same of the market's change feed
+	// (GET /v1/events); MarketHead is "" when the walk to it is longer
+	// than marketPages pages.
+	MarketFull, MarketHead string
 }
 
 // pickIDs chooses, among the first browse page, the collection with the
@@ -192,6 +196,7 @@ func pickIDs(ctx context.Context, api string, maxCandidates int) (Picked, error)
 		}
 	}
 	p.EventsFull, p.EventsHead = feedPaths(ctx, api, best.c.ID)
+	p.MarketFull, p.MarketHead = marketFeedPaths(ctx, api)
 	return p, nil
 }
 
@@ -200,9 +205,28 @@ func pickIDs(ctx context.Context, api string, maxCandidates int) (Picked, error)
 // a cursor: immutable; "" when there is none) and the path of its head
 // page (the first that is not full); both "" when the node serves no feed.
 func feedPaths(ctx context.Context, api, id string) (full, head string) {
-	base := "/v1/collections/" + url.PathEscape(id) + "/events?limit=25"
+	return walkFeed(ctx, api, "/v1/collections/"+url.PathEscape(id)+"/events?limit=25", 10000)
+}
+
+// marketPages bounds the walk to the market feed's head: 2,000,000 events
+// at 100 a page.
+const marketPages = 20000
+
+// marketFeedPaths is feedPaths of the market's change feed: its full page
+// is the second of 25 events, its head page is found in pages of 100 (a
+// large market's first cycle alone is some million events).
+func marketFeedPaths(ctx context.Context, api string) (full, head string) {
+	full, _ = walkFeed(ctx, api, "/v1/events?limit=25", 2)
+	_, head = walkFeed(ctx, api, "/v1/events?limit=100", marketPages)
+	return full, head
+}
+
+// walkFeed walks the feed at base (a path with its limit) for at most
+// pages pages and returns the path of its second page when that is full
+// and the path of its head page, as feedPaths says.
+func walkFeed(ctx context.Context, api, base string, pages int) (full, head string) {
 	path := base
-	for i := 0; i < 10000; i++ {
+	for i := 0; i < pages; i++ {
 		st, _, body, err := get(ctx, api+path)
 		if err != nil || st != http.StatusOK {
 			return "", ""
@@ -262,6 +286,12 @@ func endpoints(p Picked) []Endpoint {
 	}
 	if p.EventsHead != "" {
 		eps = append(eps, Endpoint{"events page (head)", p.EventsHead})
+	}
+	if p.MarketFull != "" {
+		eps = append(eps, Endpoint{"market events page (full)", p.MarketFull})
+	}
+	if p.MarketHead != "" {
+		eps = append(eps, Endpoint{"market events page (head)", p.MarketHead})
 	}
 	if len(p.TokenIDs) > 0 {
 		eps = append(eps, Endpoint{fmt.Sprintf("tokens batch (%d ids)", len(p.TokenIDs)), "/v1/tokens?ids=" + strings.Join(p.TokenIDs, ",")})

@@ -646,4 +646,10 @@ func TestFeedPaths(t *testing.T) {
 	full, head := feedPaths(context.Background(), srv.URL, "x")
 	assert.Equal(t, "/v1/collections/x/events?limit=25&cursor=a+b", full)
 	assert.Equal(t, "/v1/collections/x/events?limit=25&cursor=c", head)
+	full, head = marketFeedPaths(context.Background(), srv.URL)
+	assert.Equal(t, "/v1/events?limit=25&cursor=a+b", full)
+	assert.Equal(t, "/v1/events?limit=100&cursor=c", head)
+	p := endpoints(Picked{MarketFull: full, MarketHead: head})
+	assert.Equal(t, Endpoint{"market events page (full)", full}, p[len(p)-2])
+	assert.Equal(t, Endpoint{"market events page (head)", head}, p[len(p)-1])
 }

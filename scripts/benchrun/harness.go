@@ -535,6 +535,7 @@ func (h *harness) size(ctx context.Context, label string, collections int, withR
 		if d := h.res.Sizes[0].Picked; d.Collection.ID != "" && stillThere(ctx, n.api, d) {
 			d.Candidates = p.Candidates
 			d.EventsFull, d.EventsHead = feedPaths(ctx, n.api, d.Collection.ID) // feed cursors are this node's
+			d.MarketFull, d.MarketHead = marketFeedPaths(ctx, n.api)
 			p = d
 		}
 	}
