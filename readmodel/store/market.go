@@ -35,6 +35,7 @@ import (
 // for the collection's feed. The collection id costs some 40 bytes an
 // event in a block, where a collection's own blocks share it. Its keys,
 // pMarket and kMarketHead, are in codec.go's list.
+
 // DefaultMarketEvents is how many of the market log's events a store keeps
 // when Options.MarketEvents is 0: at the medium size's first cycle
 // (10,000 collections x 100 tokens, ~700,000 events) the whole of it.
