@@ -206,9 +206,18 @@ func run(ctx context.Context, o options) (*report, error) {
 	sampleOnce()
 	tk := time.NewTicker(o.sample)
 	var wrkErr error
+	// A heap profile when the warm-up ends, beside the one at the end: what
+	// grew in between is their difference (go tool pprof -diff_base
+	// heap-warm.pprof heap.pprof).
+	warm := time.NewTimer(o.warmup)
+	defer warm.Stop()
 loop:
 	for {
 		select {
+		case <-warm.C:
+			if err := saveURL(admin+"/debug/pprof/heap?gc=1", filepath.Join(o.out, "heap-warm.pprof")); err != nil {
+				rep.notes = append(rep.notes, "heap profile after warm-up: "+err.Error())
+			}
 		case <-tk.C:
 			sampleOnce()
 		case wrkErr = <-wrkDone:
@@ -227,8 +236,9 @@ loop:
 	stopTicks()
 	rep.ticks = <-ticksDone
 	// The heap profile at the end says what the heap holds, for whoever
-	// has to find what grows: go tool pprof -sample_index=inuse_space.
-	if err := saveURL(admin+"/debug/pprof/heap", filepath.Join(o.out, "heap.pprof")); err != nil {
+	// has to find what grows: go tool pprof -sample_index=inuse_space
+	// (-diff_base heap-warm.pprof: what grew after the warm-up).
+	if err := saveURL(admin+"/debug/pprof/heap?gc=1", filepath.Join(o.out, "heap.pprof")); err != nil {
 		rep.notes = append(rep.notes, "heap profile: "+err.Error())
 	}
 	rep.wrk = parseWrk(wrkOut.String())
