@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -23,25 +25,41 @@ import (
 //
 // The whole store is in memory until it is written: memory is bounded by
 // the market, not by a partition of it (docs/bulk-build.md says what
-// comes next). A replay whose streams hold more than
-// ReplayOptions.BulkLimit bytes applies them in batches into Badger, as
-// before, and says so in its progress.
+// comes next). A replay whose streams hold more than its limit
+// (bulkLimit) applies them in batches into Badger, as before, and says so
+// in its progress.
 
 // DefaultBulkLimit is ReplayOptions.BulkLimit's default: the streams'
-// stored bytes up to which a replay from the start builds in memory. At
-// 10,000 collections x 100 tokens the streams held 158 MB and the build's
-// heap peaked at 1.4 GB (docs/bulk-build.md); the large market's 2.3 GB of
-// streams would need about 20 GB, so it stays on the batched path.
+// stored bytes up to which a replay from the start builds in memory, where
+// the Go runtime has no memory limit. With one (a node or a replay sets it
+// from the memory cgroup), the limit is at most a bulkHeapPerStreamByte-th
+// of it. At 10,000 collections x 100 tokens the streams held 319 MiB
+// (JetStream's count) and the build's heap came to 834 MB (HeapSys) after
+// the apply (docs/bulk-build.md); the large market's streams, about ten
+// times that, stay on the batched path.
 const DefaultBulkLimit = 512 << 20
 
+// bulkHeapPerStreamByte is the heap a build in memory takes per byte of
+// the streams, rounded up from the medium market's 2.6.
+const bulkHeapPerStreamByte = 3
+
+// bulkLimit is the streams' bytes up to which a replay builds in memory
+// (negative: never), and what decided it.
+func bulkLimit(opts ReplayOptions) (int64, string) {
+	if opts.BulkLimit != 0 {
+		return opts.BulkLimit, "the replay's limit"
+	}
+	if ml := debug.SetMemoryLimit(-1); ml < math.MaxInt64 && ml/bulkHeapPerStreamByte < DefaultBulkLimit {
+		return ml / bulkHeapPerStreamByte, fmt.Sprintf("a %d-th of the Go memory limit", bulkHeapPerStreamByte)
+	}
+	return DefaultBulkLimit, "the default limit"
+}
+
 // chooseBulk says whether a replay from the start builds in memory: the
-// streams' stored bytes are at most the limit. A replay that does not
+// streams' stored bytes are at most bulkLimit's. A replay that does not
 // says why on progress.
 func chooseBulk(ctx context.Context, js jetstream.JetStream, opts ReplayOptions, progress io.Writer) (bool, error) {
-	limit := opts.BulkLimit
-	if limit == 0 {
-		limit = DefaultBulkLimit
-	}
+	limit, from := bulkLimit(opts)
 	if limit < 0 {
 		return false, nil
 	}
@@ -60,7 +78,7 @@ func chooseBulk(ctx context.Context, js jetstream.JetStream, opts ReplayOptions,
 	if held <= uint64(limit) {
 		return true, nil
 	}
-	why := fmt.Sprintf("the streams hold %d MB, more than the %d MB a build in memory is allowed (it holds the whole store until it writes it): applying them in batches into Badger instead", held>>20, limit>>20)
+	why := fmt.Sprintf("the streams hold %d MiB, more than the %d MiB a build in memory is allowed (%s; it holds the whole store until it writes it): applying them in batches into Badger instead", held>>20, limit>>20, from)
 	opts.Log.Warn().Uint64("stream_bytes", held).Int64("limit", limit).Msg("replay: " + why)
 	if progress != nil {
 		fmt.Fprintln(progress, "replay: "+why)
@@ -75,7 +93,7 @@ func replayBulk(ctx context.Context, js jetstream.JetStream, build string, bopts
 	start := time.Now()
 	mem := store.OpenMemory(bopts)
 	defer func() { _ = mem.Close(context.Background()) }()
-	res, err = New(js, mem, opts.Projector, opts.Log).replay(ctx, opts, progress, "apply in memory")
+	res, err = New(js, mem, opts.Projector, opts.Log).replay(ctx, opts, progress, PhaseApplyMemory)
 	if err != nil {
 		return res, err
 	}
@@ -85,6 +103,7 @@ func replayBulk(ctx context.Context, js jetstream.JetStream, build string, bopts
 	runtime.ReadMemStats(&ms)
 	opts.Log.Info().Int("messages", res.Messages).Int64("apply_ms", res.Applied.Milliseconds()).Uint64("heap_bytes", ms.HeapAlloc).Uint64("heap_sys_bytes", ms.HeapSys).
 		Msg("replay: applied the streams in memory; writing the store")
+	opts.phase(PhaseWrite)
 	pr := newProgress(progress, opts.ProgressEvery, 0, nil)
 	wstart := time.Now()
 	info, err := store.WriteMemory(ctx, build, mem, bopts, store.BuildOptions{Progress: func(records, bytes, total int64) {
@@ -116,5 +135,5 @@ func (pr *progress) written(records, bytes, total int64, start time.Time) {
 	if total > 0 {
 		pct = 100 * float64(records) / float64(total)
 	}
-	pr.print(fmt.Sprintf("replay: phase write, %d of %d records (%.0f %%), %d MB", records, total, pct, bytes>>20), final)
+	pr.print(fmt.Sprintf("replay: phase "+PhaseWrite+", %d of %d records (%.0f %%), %d MB", records, total, pct, bytes>>20), final)
 }

@@ -68,23 +68,27 @@ func TestBulkReplayEqualsBatched(t *testing.T) {
 	require.Equal(t, digest(t, e.st), digest(t, refSt), "the batched replay equals the live node")
 
 	cases := []struct {
-		name     string
-		limit    int64
-		wantBulk bool
-		wantOut  []string
+		name       string
+		limit      int64
+		wantBulk   bool
+		wantOut    []string
+		wantPhases []string
 	}{
-		{"bulk by default", 0, true, []string{"phase apply in memory", "phase write", "records (100 %)"}},
-		{"streams over the limit: batched", 1, false, []string{"applying them in batches", "phase apply"}},
+		{"bulk by default", 0, true, []string{"phase apply in memory", "phase write", "records (100 %)"}, []string{projector.PhaseApplyMemory, projector.PhaseWrite}},
+		{"streams over the limit: batched", 1, false, []string{"applying them in batches", "phase apply"}, []string{projector.PhaseApply}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			o := opts
 			o.BulkLimit = tc.limit
+			var phases []string
+			o.OnPhase = func(ph string) { phases = append(phases, ph) }
 			dataDir := t.TempDir()
 			var out bytes.Buffer
 			res, err := projector.ReplayWithResult(ctx, e.js, dataDir, o, &out)
 			require.NoError(t, err)
 			assert.Equal(t, tc.wantBulk, res.Bulk)
+			assert.Equal(t, tc.wantPhases, phases)
 			assert.Equal(t, ref.Messages, res.Messages)
 			for _, s := range tc.wantOut {
 				assert.Contains(t, out.String(), s)

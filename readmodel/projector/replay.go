@@ -37,12 +37,35 @@ type ReplayOptions struct {
 	// BulkLimit bounds a replay from the start of the streams that builds
 	// in memory (bulk.go): up to this many bytes stored in the streams it
 	// does, above them it applies in batches into Badger. 0 means
-	// DefaultBulkLimit; negative always applies in batches.
+	// DefaultBulkLimit, or less under a Go memory limit (bulkLimit);
+	// negative always applies in batches.
 	BulkLimit int64
+	// OnPhase, when set, is called as each phase of the replay begins
+	// (Phases), on the replay's goroutine.
+	OnPhase func(phase string)
 	// ProgressEvery is the interval between progress lines when progress
 	// is not a terminal; 0 means 5 seconds (a terminal gets a line
 	// rewritten four times a second).
 	ProgressEvery time.Duration
+}
+
+// The phases of a replay, as its progress lines and OnPhase name them.
+const (
+	// PhaseApply applies the streams in batches into Badger.
+	PhaseApply = "apply"
+	// PhaseApplyMemory applies them into a store in memory (bulk.go).
+	PhaseApplyMemory = "apply in memory"
+	// PhaseWrite writes the store in memory into Badger.
+	PhaseWrite = "write"
+)
+
+// Phases are the phases of a replay, in the order they may come.
+var Phases = []string{PhaseApply, PhaseApplyMemory, PhaseWrite}
+
+func (o ReplayOptions) phase(ph string) {
+	if o.OnPhase != nil {
+		o.OnPhase(ph)
+	}
 }
 
 // ReplayResult summarises a replay.
@@ -175,7 +198,7 @@ func replayBatched(ctx context.Context, js jetstream.JetStream, live, build stri
 			return ReplayResult{}, err
 		}
 	}
-	res, err := p.replay(ctx, opts, progress, "apply")
+	res, err := p.replay(ctx, opts, progress, PhaseApply)
 	if err != nil {
 		return res, err
 	}
@@ -189,12 +212,13 @@ func replayBatched(ctx context.Context, js jetstream.JetStream, live, build stri
 // (store.OpenMemory). Nothing else may write to st meanwhile. Errors are
 // *readmodel.Error.
 func ReplayInto(ctx context.Context, js jetstream.JetStream, st *store.Store, opts ReplayOptions, progress io.Writer) (ReplayResult, error) {
-	return New(js, st, opts.Projector, opts.Log).replay(ctx, opts, progress, "apply")
+	return New(js, st, opts.Projector, opts.Log).replay(ctx, opts, progress, PhaseApply)
 }
 
 // replay applies the streams up to their heads at call time and stops
 // the projector's stream readers. Its progress lines name phase.
 func (p *Projector) replay(ctx context.Context, opts ReplayOptions, progress io.Writer, phase string) (ReplayResult, error) {
+	opts.phase(phase)
 	defer p.stopIters()
 	var res ReplayResult
 	start := time.Now()
