@@ -26,8 +26,8 @@ type BuildOptions struct {
 // what Open finds in a store the projector wrote key by key (the same
 // keys and values, so the same Digest, and the schema src recorded at
 // OpenMemory); only Badger's internal versions differ, which nothing
-// reads. src must not be written meanwhile: WriteMemory reads what it
-// had committed when it starts.
+// reads. WriteMemory empties src, releasing its memory as it writes;
+// src must not be in use meanwhile (its transactions see it empty).
 //
 // A failed or cancelled write leaves a partial store in dir that Open
 // would take for a complete one: the caller removes it (a replay builds
@@ -45,9 +45,7 @@ func WriteMemory(ctx context.Context, dir string, src *Store, opts Options, bopt
 	if err := ctx.Err(); err != nil {
 		return info, err
 	}
-	mem.mu.RLock()
-	tree := mem.published
-	mem.mu.RUnlock()
+	tree := mem.take()
 	opts.GCInterval = -1 // nothing to collect, and Prepare drops what Open wrote
 	s, err := Open(ctx, dir, opts)
 	if err != nil {
@@ -68,12 +66,21 @@ func WriteMemory(ctx context.Context, dir string, src *Store, opts Options, bopt
 	total := int64(tree.Len())
 	var werr error
 	var synced int64
-	tree.Ascend(func(it memItem) bool {
+	// Each key leaves the tree as it is written, so that the memory of
+	// what is written is free for Badger's table builders (up to 16
+	// tables of 8 MiB in flight): at 10,000 collections x 100 tokens the
+	// live heap grew by 300 MB during the write when the tree stayed
+	// whole.
+	for werr == nil {
+		it, ok := tree.DeleteMin()
+		if !ok {
+			break
+		}
 		if !live(it) {
-			return true
+			continue
 		}
 		if werr = ctx.Err(); werr != nil {
-			return false
+			break
 		}
 		k := []byte(it.k)
 		appendKV(buf, k, it.v, uint64(max(it.expires, 0)))
@@ -81,11 +88,11 @@ func WriteMemory(ctx context.Context, dir string, src *Store, opts Options, bopt
 		info.RawBytes += int64(len(it.k) + len(it.v))
 		info.notePosition(k, it.v)
 		if buf.LenNoPadding() < restoreBatch {
-			return true
+			continue
 		}
 		if werr = sw.Write(buf); werr != nil {
 			werr = internal(werr, "write memory store: write")
-			return false
+			break
 		}
 		buf.Reset()
 		if info.RawBytes-synced >= restoreSyncEvery {
@@ -95,8 +102,7 @@ func WriteMemory(ctx context.Context, dir string, src *Store, opts Options, bopt
 		if bopts.Progress != nil {
 			bopts.Progress(info.Records, info.RawBytes, total)
 		}
-		return true
-	})
+	}
 	if werr != nil {
 		return info, werr
 	}
