@@ -34,13 +34,13 @@ import (
 // the Go runtime has no memory limit. With one (a node or a replay sets it
 // from the memory cgroup), the limit is at most a bulkHeapPerStreamByte-th
 // of it. At 10,000 collections x 100 tokens the streams held 319 MiB
-// (JetStream's count) and the build's heap came to 834 MB (HeapSys) after
-// the apply (docs/bulk-build.md); the large market's streams, about ten
+// (JetStream's count) and the build's live heap peaked at 761 MB, as the
+// write began (docs/bulk-build.md); the large market's streams, about ten
 // times that, stay on the batched path.
 const DefaultBulkLimit = 512 << 20
 
-// bulkHeapPerStreamByte is the heap a build in memory takes per byte of
-// the streams, rounded up from the medium market's 2.6.
+// bulkHeapPerStreamByte is the heap a build in memory may take per byte
+// of the streams: its live heap peaked at 2.3 at the medium size.
 const bulkHeapPerStreamByte = 3
 
 // bulkLimit is the streams' bytes up to which a replay builds in memory
