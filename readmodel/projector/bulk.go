@@ -107,25 +107,24 @@ func replayBulk(ctx context.Context, js jetstream.JetStream, build string, bopts
 	pr := newProgress(progress, opts.ProgressEvery, 0, nil)
 	wstart := time.Now()
 	info, err := store.WriteMemory(ctx, build, mem, bopts, store.BuildOptions{Progress: func(records, bytes, total int64) {
-		pr.written(records, bytes, total, wstart)
+		pr.written(records, bytes, total, false)
 	}})
 	if err != nil {
 		_ = os.RemoveAll(build)
 		return res, err
 	}
-	pr.written(info.Records, info.RawBytes, info.Records, time.Time{})
+	pr.written(info.Records, info.RawBytes, info.Records, true)
 	res.Written = time.Since(wstart)
 	res.Elapsed = time.Since(start)
 	return res, nil
 }
 
 // written reports the write phase: records of total written, bytes so
-// far; a zero start marks the end.
-func (pr *progress) written(records, bytes, total int64, start time.Time) {
+// far; final marks the end.
+func (pr *progress) written(records, bytes, total int64, final bool) {
 	if pr.w == nil {
 		return
 	}
-	final := start.IsZero()
 	now := time.Now()
 	if !final && now.Sub(pr.last) < pr.every {
 		return
