@@ -47,6 +47,7 @@ func WriteMemory(ctx context.Context, dir string, src *Store, opts Options, bopt
 	}
 	tree := mem.take()
 	opts.GCInterval = -1 // nothing to collect, and Prepare drops what Open wrote
+	opts.streamTables = true
 	s, err := Open(ctx, dir, opts)
 	if err != nil {
 		return info, err

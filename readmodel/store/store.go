@@ -87,6 +87,10 @@ type Options struct {
 	// FeedEvents is how many change-feed events of each collection are
 	// kept (the oldest are dropped); 0 means DefaultFeedEvents.
 	FeedEvents int
+
+	// streamTables opens Badger for a StreamWriter build (WriteMemory):
+	// its tables the size of the first level's, not the last's.
+	streamTables bool
 }
 
 // Store is a node's view store. Its methods are safe for concurrent use;
@@ -236,6 +240,17 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		// heal.go.
 		WithVerifyValueChecksum(true).
 		WithChecksumVerificationMode(options.OnBlockRead)
+	if opts.streamTables {
+		// StreamWriter writes every table at the last level, sized
+		// BaseTableSize times TableSizeMultiplier per level below the
+		// first (8 MiB x 2^5 = 256 MiB), and each table builder
+		// allocates twice that up front, capped at 256 MiB: a quarter
+		// of a GiB of heap for the medium market's 100 MB of tables.
+		// Tables of BaseTableSize, as compaction writes at the first
+		// level, cost 16 MiB a builder; the store opened later
+		// compacts them as any other.
+		bo.TableSizeMultiplier = 1
+	}
 	db, err := openBadger(bo)
 	if err != nil {
 		return nil, err
