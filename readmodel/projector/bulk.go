@@ -34,13 +34,15 @@ import (
 // the Go runtime has no memory limit. With one (a node or a replay sets it
 // from the memory cgroup), the limit is at most a bulkHeapPerStreamByte-th
 // of it. At 10,000 collections x 100 tokens the streams held 319 MiB
-// (JetStream's count) and the build's live heap peaked at 761 MB, as the
-// write began (docs/bulk-build.md); the large market's streams, about ten
-// times that, stay on the batched path.
+// (JetStream's count), the build's live heap peaked at 447 MB as the
+// apply ended and its heap at 858 MB (docs/bulk-build.md); the large
+// market's streams, about ten times that, stay on the batched path.
 const DefaultBulkLimit = 512 << 20
 
 // bulkHeapPerStreamByte is the heap a build in memory may take per byte
-// of the streams: its live heap peaked at 2.3 at the medium size.
+// of the streams: at the medium size its live heap peaked at 1.3, its
+// heap (the collector lets it grow to twice the live heap without a
+// memory limit) at 2.6.
 const bulkHeapPerStreamByte = 3
 
 // bulkLimit is the streams' bytes up to which a replay builds in memory
