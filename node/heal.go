@@ -110,20 +110,36 @@ func (vs *Views) heal(ctx context.Context) {
 }
 
 // rebuild runs the replay path into <dir>.new, swaps it in and opens it.
+// The views start empty (heal moved the damaged ones aside), so the
+// replay builds in memory when the streams are small enough (see
+// projector.ReplayOptions.BulkLimit).
 func (vs *Views) rebuild(ctx context.Context) (set *viewSet, res projector.ReplayResult, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = store.Recovered(r, "rebuild views")
 		}
 	}()
+	defer vs.setPhase("")
 	res, err = projector.ReplayWithResult(ctx, vs.js, vs.data, projector.ReplayOptions{
-		Projector: vs.popts, Store: vs.sopts, Log: vs.log, ProgressEvery: time.Hour,
+		Projector: vs.popts, Store: vs.sopts, Log: vs.log, ProgressEvery: time.Hour, OnPhase: vs.setPhase,
 	}, io.Discard)
 	if err != nil {
 		return nil, res, err
 	}
 	set, err = vs.open(ctx)
 	return set, res, err
+}
+
+// setPhase shows the rebuild's phase ph in marketd_views_rebuild_phase
+// ("": none).
+func (vs *Views) setPhase(ph string) {
+	for _, p := range projector.Phases {
+		v := 0.0
+		if p == ph {
+			v = 1
+		}
+		vs.phase.WithLabelValues(p).Set(v)
+	}
 }
 
 // closeSet closes damaged views, logging what fails.

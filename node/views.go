@@ -51,6 +51,7 @@ type Views struct {
 	log   zerolog.Logger
 
 	rebuilds *prometheus.CounterVec
+	phase    *prometheus.GaugeVec // the rebuild's phase: 1 for the one under way
 
 	cur      atomic.Pointer[viewSet] // nil while rebuilding
 	epochs   atomic.Uint64           // sets swapped in so far
@@ -114,8 +115,15 @@ func NewViews(dataDir string, js jetstream.JetStream, sopts store.Options, popts
 	for _, r := range []string{store.DamageOpen, store.DamageRead, store.DamageDecode, store.DamagePanic, store.DamageChecksum} {
 		vs.rebuilds.WithLabelValues(r)
 	}
+	vs.phase = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "marketd_views_rebuild_phase",
+		Help: "The phase of the rebuild of the views under way: 1 for it, 0 for the others (all 0 when none runs). apply: in batches into Badger; apply in memory, then write: a build in memory written once.",
+	}, []string{"phase"})
+	for _, ph := range projector.Phases {
+		vs.phase.WithLabelValues(ph)
+	}
 	if reg != nil {
-		reg.MustRegister(vs.rebuilds)
+		reg.MustRegister(vs.rebuilds, vs.phase)
 	}
 	return vs
 }

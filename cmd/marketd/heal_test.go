@@ -61,6 +61,7 @@ func TestDamagedViewsHeal(t *testing.T) {
 			}
 			assert.Equal(t, 1, n, "one rebuild counted: %v", by)
 			t.Logf("rebuilds by reason: %v", by)
+			assert.Equal(t, map[string]string{"apply": "0", "apply in memory": "0", "write": "0"}, rebuildPhase(t, m.Admin), "no rebuild under way")
 			r, err := http.Get(m.API + "/v1/collections")
 			require.NoError(t, err)
 			r.Body.Close()
@@ -88,6 +89,23 @@ func rebuilds(t *testing.T, admin string) map[string]int {
 		if v, _ := strconv.Atoi(m[2]); v > 0 {
 			by[m[1]] = v
 		}
+	}
+	return by
+}
+
+var phaseLine = regexp.MustCompile(`(?m)^marketd_views_rebuild_phase\{phase="([a-z ]+)"\} (\S+)$`)
+
+// rebuildPhase is marketd_views_rebuild_phase by phase.
+func rebuildPhase(t *testing.T, admin string) map[string]string {
+	t.Helper()
+	r, err := http.Get(admin + "/metrics")
+	require.NoError(t, err)
+	defer r.Body.Close()
+	b, err := io.ReadAll(r.Body)
+	require.NoError(t, err)
+	by := map[string]string{}
+	for _, m := range phaseLine.FindAllStringSubmatch(string(b), -1) {
+		by[m[1]] = m[2]
 	}
 	return by
 }

@@ -34,10 +34,38 @@ type ReplayOptions struct {
 	Store store.Options
 	// Log receives progress and warnings.
 	Log zerolog.Logger
+	// BulkLimit bounds a replay from the start of the streams that builds
+	// in memory (bulk.go): up to this many bytes stored in the streams it
+	// does, above them it applies in batches into Badger. 0 means
+	// DefaultBulkLimit, or less under a Go memory limit (bulkLimit);
+	// negative always applies in batches.
+	BulkLimit int64
+	// OnPhase, when set, is called as each phase of the replay begins
+	// (Phases), on the replay's goroutine.
+	OnPhase func(phase string)
 	// ProgressEvery is the interval between progress lines when progress
 	// is not a terminal; 0 means 5 seconds (a terminal gets a line
 	// rewritten four times a second).
 	ProgressEvery time.Duration
+}
+
+// The phases of a replay, as its progress lines and OnPhase name them.
+const (
+	// PhaseApply applies the streams in batches into Badger.
+	PhaseApply = "apply"
+	// PhaseApplyMemory applies them into a store in memory (bulk.go).
+	PhaseApplyMemory = "apply in memory"
+	// PhaseWrite writes the store in memory into Badger.
+	PhaseWrite = "write"
+)
+
+// Phases are the phases of a replay, in the order they may come.
+var Phases = []string{PhaseApply, PhaseApplyMemory, PhaseWrite}
+
+func (o ReplayOptions) phase(ph string) {
+	if o.OnPhase != nil {
+		o.OnPhase(ph)
+	}
 }
 
 // ReplayResult summarises a replay.
@@ -45,6 +73,10 @@ type ReplayResult struct {
 	Messages int
 	Rows     int64
 	Elapsed  time.Duration
+	// Bulk says the replay built in memory and wrote the store once
+	// (bulk.go); Applied and Written are then its two phases' times.
+	Bulk             bool
+	Applied, Written time.Duration
 	// Gaps is what the replay passed over: sequences the streams no
 	// longer hold (a damaged or purged stream), with their ranges. A
 	// replay finishes through them; Gaps.Incomplete says whether a full
@@ -57,10 +89,14 @@ type ReplayResult struct {
 // streams, or from a snapshot of the current store plus the messages from
 // opts.FromSeq or opts.Since), applies everything that is in the streams
 // when it starts, and swaps the build in atomically (see
-// store.RecoverSwap). The node must not be running (Badger's directory lock
-// makes the snapshot step fail otherwise). Progress (messages and rows per
-// second, messages left) goes to progress: rewritten in place on a
-// terminal, one line per interval otherwise.
+// store.RecoverSwap). From the start of the streams it builds in memory
+// and writes the store once (bulk.go) when the streams are small enough
+// (opts.BulkLimit). The node must not be running (Badger's directory lock
+// makes the snapshot step fail otherwise). Progress (the phase: apply,
+// apply in memory, write; messages and rows per second, messages left,
+// records written) goes to progress: rewritten in place on a terminal,
+// one line per interval otherwise. A replay killed before the swap leaves
+// an incomplete build that the next one removes.
 func Replay(ctx context.Context, js jetstream.JetStream, dataDir string, opts ReplayOptions, progress io.Writer) error {
 	_, err := ReplayWithResult(ctx, js, dataDir, opts, progress)
 	return err
@@ -94,37 +130,28 @@ func ReplayWithResult(ctx context.Context, js jetstream.JetStream, dataDir strin
 			return res, err
 		}
 	}
+	// A build that a crash or an error cut short is never swapped in
+	// (SwapIn marks it complete first): the next replay starts over.
 	if err := os.RemoveAll(build); err != nil {
 		return res, readmodel.Wrap(readmodel.Internal, err, "clear replay build dir")
 	}
 	bopts := opts.Store
 	bopts.NoSuperseded = true
-	st, err := store.Open(ctx, build, bopts)
+	var err error
+	bulk := false
+	if !snapshot {
+		if bulk, err = chooseBulk(ctx, js, opts, progress); err != nil {
+			return res, err
+		}
+	}
+	if bulk {
+		res, err = replayBulk(ctx, js, build, bopts, opts, progress)
+	} else {
+		res, err = replayBatched(ctx, js, live, build, bopts, opts, snapshot, lockLive, progress)
+	}
 	if err != nil {
 		return res, err
 	}
-	closed := false
-	defer func() {
-		if !closed {
-			_ = st.Close(context.Background())
-		}
-	}()
-	p := New(js, st, opts.Projector, opts.Log)
-	if snapshot {
-		if err := p.seedFromSnapshot(ctx, live, opts); err != nil {
-			return res, err
-		}
-		if err := lockLive(); err != nil {
-			return res, err
-		}
-	}
-	if res, err = p.replay(ctx, opts, progress); err != nil {
-		return res, err
-	}
-	if err := st.Close(ctx); err != nil {
-		return res, err
-	}
-	closed = true
 	if err := store.SwapIn(live, build); err != nil {
 		return res, err
 	}
@@ -140,8 +167,43 @@ func ReplayWithResult(ctx context.Context, js jetstream.JetStream, dataDir strin
 			}
 		}
 	}
-	ev.Int("messages", res.Messages).Int64("rows", res.Rows).Int64("elapsed_ms", res.Elapsed.Milliseconds()).Str("dir", live).Msg("replay complete")
+	ev = ev.Int("messages", res.Messages).Int64("rows", res.Rows).Int64("elapsed_ms", res.Elapsed.Milliseconds()).Bool("bulk", res.Bulk)
+	if res.Bulk {
+		ev = ev.Int64("apply_ms", res.Applied.Milliseconds()).Int64("write_ms", res.Written.Milliseconds())
+	}
+	ev.Str("dir", live).Msg("replay complete")
 	return res, nil
+}
+
+// replayBatched applies the streams into a Badger store in build, one
+// transaction per batch, starting from a copy of the live store when
+// snapshot is set (FromSeq, Since), and closes it.
+func replayBatched(ctx context.Context, js jetstream.JetStream, live, build string, bopts store.Options, opts ReplayOptions, snapshot bool, lockLive func() error, progress io.Writer) (ReplayResult, error) {
+	st, err := store.Open(ctx, build, bopts)
+	if err != nil {
+		return ReplayResult{}, err
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			_ = st.Close(context.Background())
+		}
+	}()
+	p := New(js, st, opts.Projector, opts.Log)
+	if snapshot {
+		if err := p.seedFromSnapshot(ctx, live, opts); err != nil {
+			return ReplayResult{}, err
+		}
+		if err := lockLive(); err != nil {
+			return ReplayResult{}, err
+		}
+	}
+	res, err := p.replay(ctx, opts, progress, PhaseApply)
+	if err != nil {
+		return res, err
+	}
+	closed = true
+	return res, st.Close(ctx)
 }
 
 // ReplayInto applies to st, from its saved positions (an empty store:
@@ -150,16 +212,17 @@ func ReplayWithResult(ctx context.Context, js jetstream.JetStream, dataDir strin
 // (store.OpenMemory). Nothing else may write to st meanwhile. Errors are
 // *readmodel.Error.
 func ReplayInto(ctx context.Context, js jetstream.JetStream, st *store.Store, opts ReplayOptions, progress io.Writer) (ReplayResult, error) {
-	return New(js, st, opts.Projector, opts.Log).replay(ctx, opts, progress)
+	return New(js, st, opts.Projector, opts.Log).replay(ctx, opts, progress, PhaseApply)
 }
 
 // replay applies the streams up to their heads at call time and stops
-// the projector's stream readers.
-func (p *Projector) replay(ctx context.Context, opts ReplayOptions, progress io.Writer) (ReplayResult, error) {
+// the projector's stream readers. Its progress lines name phase.
+func (p *Projector) replay(ctx context.Context, opts ReplayOptions, progress io.Writer, phase string) (ReplayResult, error) {
+	opts.phase(phase)
 	defer p.stopIters()
 	var res ReplayResult
 	start := time.Now()
-	n, err := p.replayAll(ctx, progress, opts.ProgressEvery)
+	n, err := p.replayAll(ctx, progress, opts.ProgressEvery, phase)
 	res.Messages = n
 	if err != nil {
 		return res, err
@@ -252,8 +315,8 @@ func (p *Projector) firstSince(ctx context.Context, stream string, since time.Ti
 }
 
 // replayAll applies both streams up to their heads at call time, reporting
-// progress.
-func (p *Projector) replayAll(ctx context.Context, w io.Writer, every time.Duration) (int, error) {
+// progress in phase.
+func (p *Projector) replayAll(ctx context.Context, w io.Writer, every time.Duration, phase string) (int, error) {
 	if err := p.load(ctx); err != nil {
 		return 0, err
 	}
@@ -269,6 +332,7 @@ func (p *Projector) replayAll(ctx context.Context, w io.Writer, every time.Durat
 		return 0, err
 	}
 	pr := newProgress(w, every, total, p)
+	pr.phase = phase
 	// A build serves nobody until it is swapped in, so it renders each
 	// collection's views once, at the end, instead of after each of its
 	// messages: in a first cycle a collection's document, stats,
@@ -341,6 +405,7 @@ type progress struct {
 	tty     bool
 	every   time.Duration
 	total   int64 // messages the replay applies
+	phase   string
 	p       *Projector
 	start   time.Time
 	last    time.Time
@@ -385,7 +450,13 @@ func (pr *progress) tick(k int) {
 		left = 0
 	}
 	rows := pr.p.rows.Load()
-	line := fmt.Sprintf("replay: %d messages, %.0f msgs/s, %.0f rows/s, %d messages left", n, float64(n)/secs, float64(rows)/secs, left)
+	line := fmt.Sprintf("replay: %d messages, %.0f msgs/s, %.0f rows/s, %d messages left, phase %s", n, float64(n)/secs, float64(rows)/secs, left, pr.phase)
+	pr.print(line, final)
+}
+
+// print writes line: rewritten in place on a terminal (final ends it),
+// a line of its own otherwise.
+func (pr *progress) print(line string, final bool) {
 	switch {
 	case pr.tty && final:
 		fmt.Fprintf(pr.w, "\r%s\n", line)

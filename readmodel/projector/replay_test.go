@@ -166,7 +166,9 @@ func TestReplayInMemoryEqualsBadger(t *testing.T) {
 	opts.Projector.MaxBatch = 1 // batches, and so versions, independent of timing
 
 	dataDir := t.TempDir()
-	_, err := projector.ReplayWithResult(ctx, e.js, dataDir, opts, nil)
+	batched := opts
+	batched.BulkLimit = -1 // through Badger's transactions
+	_, err := projector.ReplayWithResult(ctx, e.js, dataDir, batched, nil)
 	require.NoError(t, err)
 	disk := mustStore(t, filepath.Join(dataDir, "badger"))
 

@@ -143,3 +143,18 @@ func (t *memTxn) discard() {
 	t.done = true
 	t.e.writing.Unlock()
 }
+
+// take empties the engine and returns the tree it held, for its caller
+// alone: no transaction or clone shares it any more, so what the caller
+// deletes from it is freed (WriteMemory). It waits for the read-write
+// transaction in progress.
+func (e *memEngine) take() *btree.BTreeG[memItem] {
+	e.writing.Lock()
+	defer e.writing.Unlock()
+	t := e.committed
+	e.committed = btree.NewG(32, lessMemItem)
+	e.mu.Lock()
+	e.published = e.committed.Clone()
+	e.mu.Unlock()
+	return t
+}

@@ -90,6 +90,10 @@ type Options struct {
 	// MarketEvents is how many events of the market's change feed
 	// (market.go) are kept; 0 means DefaultMarketEvents.
 	MarketEvents int
+
+	// streamTables opens Badger for a StreamWriter build (WriteMemory):
+	// its tables the size of the first level's, not the last's.
+	streamTables bool
 }
 
 // Store is a node's view store. Its methods are safe for concurrent use;
@@ -239,6 +243,17 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		// heal.go.
 		WithVerifyValueChecksum(true).
 		WithChecksumVerificationMode(options.OnBlockRead)
+	if opts.streamTables {
+		// StreamWriter writes every table at the last level, sized
+		// BaseTableSize times TableSizeMultiplier per level below the
+		// first (8 MiB x 2^5 = 256 MiB), and each table builder
+		// allocates twice that up front, capped at 256 MiB: a quarter
+		// of a GiB of heap for the medium market's 100 MB of tables.
+		// Tables of BaseTableSize, as compaction writes at the first
+		// level, cost 16 MiB a builder; the store opened later
+		// compacts them as any other.
+		bo.TableSizeMultiplier = 1
+	}
 	db, err := openBadger(bo)
 	if err != nil {
 		return nil, err
