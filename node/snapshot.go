@@ -172,17 +172,17 @@ func restoreViews(ctx context.Context, snaps *bus.Snapshots, dir string, sopts s
 	start := time.Now()
 	r, meta, err := snaps.Open(ctx)
 	if errors.Is(err, bus.ErrNoSnapshot) {
-		log.Info().Msg("no views snapshot in the tier: applying the streams from their start")
+		log.Info().Msg("no views snapshot in the tier: starting from the streams")
 		return false
 	}
 	if err != nil {
-		log.Warn().Err(err).Msg("views snapshot unreadable: applying the streams from their start")
+		log.Warn().Err(err).Msg("views snapshot unreadable: starting from the streams")
 		return false
 	}
 	defer r.Close()
 	if meta.Schema != store.SnapshotSchema() {
 		log.Info().Str("snapshot_schema", meta.Schema).Str("schema", store.SnapshotSchema()).
-			Msg("the views snapshot is of another store schema: applying the streams from their start")
+			Msg("the views snapshot is of another store schema: starting from the streams")
 		return false
 	}
 	build := dir + ".new"
@@ -193,7 +193,7 @@ func restoreViews(ctx context.Context, snaps *bus.Snapshots, dir string, sopts s
 	}
 	if err != nil {
 		_ = os.RemoveAll(build)
-		log.Warn().Err(err).Msg("restore the views snapshot: applying the streams from their start")
+		log.Warn().Err(err).Msg("restore the views snapshot: starting from the streams")
 		return false
 	}
 	log.Info().Str("from", meta.Node).Time("created", meta.Created).Uint64("bytes", meta.Size).Int64("records", info.Records).

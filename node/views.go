@@ -69,6 +69,9 @@ type Views struct {
 	// opened (restoreViews: the tier's views snapshot); it reports
 	// whether it did.
 	join func(ctx context.Context, dir string) bool
+	// joinGaps is what a build join passed over, for the projector of
+	// the views it built (buildJoin).
+	joinGaps projector.Gaps
 }
 
 // viewSet is one open store, its projector and the API's reader over
@@ -135,8 +138,12 @@ func NewViews(dataDir string, js jetstream.JetStream, sopts store.Options, popts
 // until ctx ends or Stop.
 func (vs *Views) Open(ctx context.Context) error {
 	_ = os.RemoveAll(vs.dir + ".damaged") // a rebuild interrupted by a crash
-	if vs.join != nil && emptyDir(vs.dir) && emptyDir(vs.dir+".new") {
-		vs.join(ctx, vs.dir)
+	if emptyDir(vs.dir) && emptyDir(vs.dir+".new") {
+		// A snapshot join first, when asked; else, or when there was
+		// none to restore, a build from the streams as they stand.
+		if vs.join == nil || !vs.join(ctx, vs.dir) {
+			vs.buildJoin(ctx)
+		}
 	}
 	set, err := vs.open(ctx)
 	if err != nil {
@@ -146,6 +153,7 @@ func (vs *Views) Open(ctx context.Context) error {
 		}
 		vs.report(reason, err)
 	} else {
+		set.proj.Adopt(vs.joinGaps)
 		vs.swapIn(set)
 	}
 	ctx, vs.cancel = context.WithCancel(ctx)

@@ -17,7 +17,7 @@ import (
 // an empty view store: it restores the views snapshot another node
 // published (POST /admin/snapshot), applies the streams after it, and ends
 // with the views of a node that applied everything, and of one that
-// joined with --join replay.
+// joined with --join replay (which builds them from the streams).
 func TestJoiningNodeStartsFromTheViewsSnapshot(t *testing.T) {
 	url := bustest.MustStartServer(t)
 	a := MustRunMain(t, "--nats", url, "--sim-seed", e2eSeed, "--sim-collections", "30", "--cursor-key", testCursorKey)
@@ -31,9 +31,12 @@ func TestJoiningNodeStartsFromTheViewsSnapshot(t *testing.T) {
 		tr.caughtUp(nodes...)
 	}
 
-	// A tier without a snapshot: the node applies the streams from their start.
+	// A tier without a snapshot: the node builds its views from the
+	// streams as they stand (in memory, written once), then applies what
+	// follows.
 	first := serve("snapshot")
 	assert.Contains(t, first.logs.String(), "no views snapshot in the tier")
+	assert.Regexp(t, `"in_memory":true.*views built from the streams`, first.logs.String())
 	first.Stop(t)
 
 	r := post(t, a.Admin+"/admin/snapshot", "")
@@ -51,6 +54,7 @@ func TestJoiningNodeStartsFromTheViewsSnapshot(t *testing.T) {
 	caughtUp(a, joined, replayed)
 	assert.Contains(t, joined.logs.String(), "views restored from the tier's snapshot")
 	assert.NotContains(t, replayed.logs.String(), "views restored")
+	assert.Contains(t, replayed.logs.String(), "views built from the streams", "a node joining by replay builds its views")
 	applied := metric(string(get(t, joined.Admin+"/metrics").Body), `marketd_projector_applied_sequence{stream="`+bus.StateStream+`"}`)
 	assert.Greater(t, applied, snapshotState, "the joined node applied the cycle published after the snapshot")
 
