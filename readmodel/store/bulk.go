@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"os"
 
 	"github.com/dgraph-io/ristretto/v2/z"
 
@@ -39,16 +38,11 @@ func WriteMemory(ctx context.Context, dir string, src *Store, opts Options, bopt
 	if !ok {
 		return info, readmodel.Errorf(readmodel.Internal, "write memory store: %s is not a memory store", src.dir)
 	}
-	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
-		return info, readmodel.Errorf(readmodel.Internal, "write memory store: %s is not empty", dir)
-	}
 	if err := ctx.Err(); err != nil {
 		return info, err
 	}
-	tree := mem.take()
-	opts.GCInterval = -1 // nothing to collect, and Prepare drops what Open wrote
 	opts.streamTables = true
-	s, err := Open(ctx, dir, opts)
+	s, sw, err := openStreamed(ctx, dir, opts, "write memory store")
 	if err != nil {
 		return info, err
 	}
@@ -57,11 +51,8 @@ func WriteMemory(ctx context.Context, dir string, src *Store, opts Options, bopt
 			err = cerr
 		}
 	}()
-	sw := s.db.NewStreamWriter()
-	if err := sw.Prepare(); err != nil {
-		return info, internal(err, "write memory store: prepare")
-	}
 	defer sw.Cancel()
+	tree := mem.take()
 	buf := z.NewBuffer(2*restoreBatch, "marketd.WriteMemory")
 	defer func() { _ = buf.Release() }()
 	total := int64(tree.Len())

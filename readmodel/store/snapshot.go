@@ -221,11 +221,7 @@ func RestoreSnapshot(ctx context.Context, dir string, r io.Reader, opts Options)
 	if got != schema {
 		return info, readmodel.Wrap(readmodel.Internal, ErrSnapshotSchema, "snapshot schema "+got+", this build's "+schema)
 	}
-	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
-		return info, readmodel.Errorf(readmodel.Internal, "restore snapshot: %s is not empty", dir)
-	}
-	opts.GCInterval = -1 // nothing to collect, and Prepare drops what Open wrote
-	s, err := Open(ctx, dir, opts)
+	s, sw, err := openStreamed(ctx, dir, opts, "restore snapshot")
 	if err != nil {
 		return info, err
 	}
@@ -234,10 +230,6 @@ func RestoreSnapshot(ctx context.Context, dir string, r io.Reader, opts Options)
 			err = cerr
 		}
 	}()
-	sw := s.db.NewStreamWriter()
-	if err := sw.Prepare(); err != nil {
-		return info, internal(err, "restore snapshot: prepare")
-	}
 	defer sw.Cancel()
 	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxSnapshotFrame))
 	if err != nil {
@@ -408,4 +400,26 @@ func grow(b []byte, n int) []byte {
 		return make([]byte, n)
 	}
 	return b[:n]
+}
+
+// openStreamed opens a new store in dir, which must not exist or be
+// empty, for a build that writes it whole through Badger's StreamWriter
+// (RestoreSnapshot, WriteMemory), and prepares the writer; what names the
+// build in errors. The caller cancels the writer and closes the store.
+// Errors are *readmodel.Error (Internal) or Open's.
+func openStreamed(ctx context.Context, dir string, opts Options, what string) (*Store, *badger.StreamWriter, error) {
+	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
+		return nil, nil, readmodel.Errorf(readmodel.Internal, "%s: %s is not empty", what, dir)
+	}
+	opts.GCInterval = -1 // nothing to collect, and Prepare drops what Open wrote
+	s, err := Open(ctx, dir, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	sw := s.db.NewStreamWriter()
+	if err := sw.Prepare(); err != nil {
+		_ = s.Close(context.Background())
+		return nil, nil, internal(err, what+": prepare")
+	}
+	return s, sw, nil
 }
