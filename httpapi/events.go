@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -43,19 +44,9 @@ func (s *Server) getEvents(c *fiber.Ctx, rt *route, rq request) error {
 	if err != nil {
 		return err
 	}
-	var after uint64
-	var afterID string
-	var cursorUntil int64 // the given cursor's expiry; feed cursors have none
-	if text, ok := queryCursor(c); ok {
-		k, err := s.cursors.parse(text, cursorEvents, cv.ID, now)
-		if err != nil {
-			return err
-		}
-		if k.offset == 0 || k.pos == "" {
-			return errCursorBad
-		}
-		after, afterID = k.offset, k.pos
-		cursorUntil = k.expiresAt()
+	after, afterID, cursorUntil, err := s.feedCursor(c, cursorEvents, cv.ID, now)
+	if err != nil {
+		return err
 	}
 	// What the page is: the collection, the types and size asked and the
 	// position it starts after (feedPage adds, for a page that can still
@@ -158,4 +149,23 @@ func (s *Server) answerFromPage(c *fiber.Ctx, rq request, rt *route, id identity
 		s.keep(c, rq, id, nil, rt.cacheControl, rt.cdnCacheControl)
 	}
 	return true
+}
+
+// feedCursor reads a feed's cursor parameter, of kind bound to bind: the
+// position it resumes after (0 and "" without one) and its expiry (feed
+// cursors have none). A cursor that does not verify, or names no
+// position, is BadRequest.
+func (s *Server) feedCursor(c *fiber.Ctx, kind cursorKind, bind string, now time.Time) (after uint64, afterID string, until int64, err error) {
+	text, ok := queryCursor(c)
+	if !ok {
+		return 0, "", 0, nil
+	}
+	k, err := s.cursors.parse(text, kind, bind, now)
+	if err != nil {
+		return 0, "", 0, err
+	}
+	if k.offset == 0 || k.pos == "" {
+		return 0, "", 0, errCursorBad
+	}
+	return k.offset, k.pos, k.expiresAt(), nil
 }

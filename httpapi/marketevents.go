@@ -53,19 +53,9 @@ func (s *Server) getMarketEvents(c *fiber.Ctx, rt *route, rq request) error {
 			return err
 		}
 	}
-	var after uint64
-	var afterID string
-	var cursorUntil int64 // the given cursor's expiry; feed cursors have none
-	if text, ok := queryCursor(c); ok {
-		k, err := s.cursors.parse(text, cursorMarket, "", rq.now)
-		if err != nil {
-			return err
-		}
-		if k.offset == 0 || k.pos == "" {
-			return errCursorBad
-		}
-		after, afterID = k.offset, k.pos
-		cursorUntil = k.expiresAt()
+	after, afterID, cursorUntil, err := s.feedCursor(c, cursorMarket, "", rq.now)
+	if err != nil {
+		return err
 	}
 	var kb [192]byte
 	id := newIdentity(kb[:0], cursorMarket).num(uint64(types)).str(string(chain)).num(uint64(len(colls)))

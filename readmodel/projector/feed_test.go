@@ -149,17 +149,7 @@ func TestFeedReplaysSnapshots(t *testing.T) {
 	const ticks = 12
 	anchor := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	e := mustEnv(t)
-	s := sim.New(sim.Options{Seed: 30, Collections: 24, TokensPerCollection: 40, SalesDepth: 1, Anchor: anchor})
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(srv.Close)
-	clock := func() time.Time { return *e.now.Load() }
-	cfg := ingest.Config{Sources: map[readmodel.Source]ingest.SourceConfig{}, Now: clock, PageLimit: 300}
-	for _, src := range readmodel.Sources {
-		cfg.Sources[src] = ingest.SourceConfig{BaseURL: srv.URL + "/" + string(src), Timeout: 30 * time.Second}
-	}
-	in, err := ingest.New(cfg, e.pub, zerolog.Nop())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = in.Close(context.Background()) })
+	s, in := mustSimIngest(t, e, 30, anchor)
 	cycle := func(tick int) {
 		e.setNow(anchor.Add(time.Duration(tick)*2*time.Minute + 10*time.Second))
 		_, err := in.RunCycle(context.Background())
@@ -169,6 +159,7 @@ func TestFeedReplaysSnapshots(t *testing.T) {
 
 	cycle(0)
 	var cids []string
+	var err error
 	require.NoError(t, e.st.View(context.Background(), func(tx *store.Tx) error {
 		cids, err = tx.Collections("", 1000)
 		return err
@@ -278,17 +269,7 @@ func TestMarketFeedReplaysSnapshots(t *testing.T) {
 	const ticks = 8
 	anchor := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	e := mustEnv(t)
-	s := sim.New(sim.Options{Seed: 31, Collections: 24, TokensPerCollection: 40, SalesDepth: 1, Anchor: anchor})
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(srv.Close)
-	clock := func() time.Time { return *e.now.Load() }
-	cfg := ingest.Config{Sources: map[readmodel.Source]ingest.SourceConfig{}, Now: clock, PageLimit: 300}
-	for _, src := range readmodel.Sources {
-		cfg.Sources[src] = ingest.SourceConfig{BaseURL: srv.URL + "/" + string(src), Timeout: 30 * time.Second}
-	}
-	in, err := ingest.New(cfg, e.pub, zerolog.Nop())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = in.Close(context.Background()) })
+	s, in := mustSimIngest(t, e, 31, anchor)
 	for tick := 0; tick <= ticks; tick++ {
 		if tick > 0 {
 			s.Tick()
@@ -299,6 +280,7 @@ func TestMarketFeedReplaysSnapshots(t *testing.T) {
 		e.apply()
 	}
 	var cids []string
+	var err error
 	require.NoError(t, e.st.View(context.Background(), func(tx *store.Tx) error {
 		cids, err = tx.Collections("", 1000)
 		return err
@@ -355,4 +337,23 @@ func TestMarketFeedReplaysSnapshots(t *testing.T) {
 	for _, k := range []string{"listing_added", "listing_removed", "floor_changed", "sale"} {
 		assert.NotZero(t, seen[k], "the market produced no %s", k)
 	}
+}
+
+// mustSimIngest starts a simulated market of 24 collections of 40 tokens
+// (seed, anchored at anchor) and an ingest polling it on e's clock and
+// publishing to e's bus; both stop when t ends.
+func mustSimIngest(t *testing.T, e *env, seed uint64, anchor time.Time) (*sim.Sim, *ingest.Ingest) {
+	t.Helper()
+	s := sim.New(sim.Options{Seed: seed, Collections: 24, TokensPerCollection: 40, SalesDepth: 1, Anchor: anchor})
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	clock := func() time.Time { return *e.now.Load() }
+	cfg := ingest.Config{Sources: map[readmodel.Source]ingest.SourceConfig{}, Now: clock, PageLimit: 300}
+	for _, src := range readmodel.Sources {
+		cfg.Sources[src] = ingest.SourceConfig{BaseURL: srv.URL + "/" + string(src), Timeout: 30 * time.Second}
+	}
+	in, err := ingest.New(cfg, e.pub, zerolog.Nop())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = in.Close(context.Background()) })
+	return s, in
 }
