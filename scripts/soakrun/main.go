@@ -40,20 +40,21 @@ import (
 )
 
 type options struct {
-	bin         string
-	out         string
-	duration    time.Duration
-	warmup      time.Duration
-	sample      time.Duration
-	collections int
-	tokens      int
-	connections int
-	threads     int
-	tick        time.Duration
-	maxSlope    float64
-	readyWait   time.Duration
-	extra       string
-	feedEvents  int
+	bin          string
+	out          string
+	duration     time.Duration
+	warmup       time.Duration
+	sample       time.Duration
+	collections  int
+	tokens       int
+	connections  int
+	threads      int
+	tick         time.Duration
+	maxSlope     float64
+	readyWait    time.Duration
+	extra        string
+	feedEvents   int
+	marketEvents int
 }
 
 func main() {
@@ -72,6 +73,7 @@ func main() {
 	flag.DurationVar(&o.readyWait, "ready-timeout", 5*time.Minute, "how long the node may take to become ready")
 	flag.StringVar(&o.extra, "marketd-args", "", "extra marketd flags, space-separated")
 	flag.IntVar(&o.feedEvents, "feed-events", 0, "marketd's --feed-events (change-feed events kept per collection); 0: marketd's default")
+	flag.IntVar(&o.marketEvents, "market-events", 0, "marketd's --market-events (events the market's change feed keeps); 0: marketd's default")
 	flag.Parse()
 	if o.warmup == 0 {
 		o.warmup = min(o.duration/2, 5*time.Minute)
@@ -126,6 +128,9 @@ func run(ctx context.Context, o options) (*report, error) {
 		"--cursor-key", "soak-cursor-key-0123456789abcdef", "--log-format", "json", "--log-level", "warn"}
 	if o.feedEvents > 0 {
 		args = append(args, "--feed-events", strconv.Itoa(o.feedEvents))
+	}
+	if o.marketEvents > 0 {
+		args = append(args, "--market-events", strconv.Itoa(o.marketEvents))
 	}
 	args = append(args, strings.Fields(o.extra)...)
 	logf, err := os.Create(filepath.Join(o.out, "marketd.log"))

@@ -122,7 +122,11 @@ func (r *report) write(dir string) error {
 	if o.feedEvents > 0 {
 		feed = fmt.Sprintf("%d", o.feedEvents)
 	}
-	fmt.Fprintf(&b, "Change-feed events kept per collection (`--feed-events`): %s. Extra marketd flags: `%s`.\n\n", feed, o.extra)
+	market := "marketd's default"
+	if o.marketEvents > 0 {
+		market = fmt.Sprintf("%d", o.marketEvents)
+	}
+	fmt.Fprintf(&b, "Change-feed events kept per collection (`--feed-events`): %s; by the market's feed (`--market-events`): %s. Extra marketd flags: `%s`.\n\n", feed, market, o.extra)
 	verdict := "PASS"
 	if err := r.verdict(); err != nil {
 		verdict = "FAIL: " + strings.ReplaceAll(err.Error(), "\n", "; ")
