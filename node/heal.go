@@ -121,7 +121,7 @@ func (vs *Views) rebuild(ctx context.Context) (set *viewSet, res projector.Repla
 	}()
 	defer vs.setPhase("")
 	res, err = projector.ReplayWithResult(ctx, vs.js, vs.data, projector.ReplayOptions{
-		Projector: vs.popts, Store: vs.sopts, Log: vs.log, ProgressEvery: time.Hour, OnPhase: vs.setPhase,
+		Projector: vs.popts, Store: vs.sopts, Log: vs.log, ProgressEvery: time.Hour, OnPhase: vs.setPhase, OnProgress: vs.progress.set,
 	}, io.Discard)
 	if err != nil {
 		return nil, res, err
@@ -131,7 +131,7 @@ func (vs *Views) rebuild(ctx context.Context) (set *viewSet, res projector.Repla
 }
 
 // setPhase shows the rebuild's phase ph in marketd_views_rebuild_phase
-// ("": none).
+// ("": none, which also zeroes the rebuild's progress gauges).
 func (vs *Views) setPhase(ph string) {
 	for _, p := range projector.Phases {
 		v := 0.0
@@ -139,6 +139,9 @@ func (vs *Views) setPhase(ph string) {
 			v = 1
 		}
 		vs.phase.WithLabelValues(p).Set(v)
+	}
+	if ph == "" {
+		vs.progress.set(projector.Progress{})
 	}
 }
 

@@ -32,7 +32,7 @@ func (vs *Views) buildJoin(ctx context.Context) bool {
 	start := time.Now()
 	defer vs.setPhase("")
 	res, err := projector.ReplayWithResult(ctx, vs.js, vs.data, projector.ReplayOptions{
-		Projector: vs.popts, Store: vs.sopts, Log: vs.log, ProgressEvery: time.Hour, OnPhase: vs.setPhase,
+		Projector: vs.popts, Store: vs.sopts, Log: vs.log, ProgressEvery: time.Hour, OnPhase: vs.setPhase, OnProgress: vs.progress.set,
 	}, io.Discard)
 	if err != nil {
 		vs.log.Warn().Err(err).Msg("building the views from the streams failed: applying them from their start instead")

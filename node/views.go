@@ -52,6 +52,7 @@ type Views struct {
 
 	rebuilds *prometheus.CounterVec
 	phase    *prometheus.GaugeVec // the rebuild's phase: 1 for the one under way
+	progress rebuildGauges        // where the rebuild stands (setProgress)
 
 	cur      atomic.Pointer[viewSet] // nil while rebuilding
 	epochs   atomic.Uint64           // sets swapped in so far
@@ -125,8 +126,9 @@ func NewViews(dataDir string, js jetstream.JetStream, sopts store.Options, popts
 	for _, ph := range projector.Phases {
 		vs.phase.WithLabelValues(ph)
 	}
+	vs.progress = newRebuildGauges()
 	if reg != nil {
-		reg.MustRegister(vs.rebuilds, vs.phase)
+		reg.MustRegister(vs.rebuilds, vs.phase, vs.progress.done, vs.progress.size, vs.progress.collections, vs.progress.left)
 	}
 	return vs
 }

@@ -100,6 +100,8 @@ type applier struct {
 	// market is every feed event queued in this transaction, in the order
 	// applied, for the market's feed (appendFeed, saveStates).
 	market []store.MarketEvent
+	// created counts the states saveStates stored for the first time.
+	created int64
 
 	// Applying a message only marks what it makes stale (mark,
 	// touchToken); finish renders it once for the whole batch. held (a

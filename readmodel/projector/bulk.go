@@ -106,7 +106,8 @@ func replayBulk(ctx context.Context, js jetstream.JetStream, build string, bopts
 	opts.Log.Info().Int("messages", res.Messages).Int64("apply_ms", res.Applied.Milliseconds()).Uint64("heap_bytes", ms.HeapAlloc).Uint64("heap_sys_bytes", ms.HeapSys).
 		Msg("replay: applied the streams in memory; writing the store")
 	opts.phase(PhaseWrite)
-	pr := newProgress(progress, opts.ProgressEvery, 0, nil)
+	pr := newProgress(progress, opts, PhaseWrite, nil)
+	pr.colls = res.Collections
 	wstart := time.Now()
 	info, err := store.WriteMemory(ctx, build, mem, bopts, store.BuildOptions{Progress: func(records, bytes, total int64) {
 		pr.written(records, bytes, total, false)
@@ -124,17 +125,22 @@ func replayBulk(ctx context.Context, js jetstream.JetStream, build string, bopts
 // written reports the write phase: records of total written, bytes so
 // far; final marks the end.
 func (pr *progress) written(records, bytes, total int64, final bool) {
-	if pr.w == nil {
-		return
-	}
 	now := time.Now()
-	if !final && now.Sub(pr.last) < pr.every {
+	line, report := pr.due(now, final)
+	if !line && !report {
 		return
 	}
-	pr.last = now
+	in := eta(records, total-records, now.Sub(pr.start))
+	if report {
+		pr.report(Progress{Phase: PhaseWrite, Done: records, Total: total, Collections: pr.colls, Left: in})
+	}
+	if !line {
+		return
+	}
 	pct := 100.0
 	if total > 0 {
 		pct = 100 * float64(records) / float64(total)
 	}
-	pr.print(fmt.Sprintf("replay: phase "+PhaseWrite+", %d of %d records (%.0f %%), %d MB", records, total, pct, bytes>>20), final)
+	pr.print(fmt.Sprintf("replay: phase "+PhaseWrite+", %d of %d records (%.0f %%), %d MB, %d collections, %s",
+		records, total, pct, bytes>>20, pr.colls, leftText(in)), final)
 }

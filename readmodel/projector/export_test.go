@@ -13,3 +13,5 @@ func WriteLockFree(p *Projector) bool {
 	p.applyMu.Unlock()
 	return true
 }
+
+var ETA = eta

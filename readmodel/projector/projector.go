@@ -145,6 +145,9 @@ type Projector struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	rows   atomic.Int64 // rows applied (listing, token and sale rows; 1 per other message)
+	// collections counts the collection states saved for the first time:
+	// in a build from empty, the collections built so far.
+	collections atomic.Int64
 
 	gaps gapLog // sequences passed over (gaps.go)
 
@@ -657,7 +660,7 @@ func (p *Projector) applyDecoded(ctx context.Context, i int, ds []decoded) (int,
 // advances the position so it never wedges the node.
 func (p *Projector) applyLocked(ctx context.Context, i int, ds []decoded) error {
 	apply := func(part []decoded, drained bool) error {
-		var rows int64
+		var rows, created int64
 		err := p.st.Update(ctx, func(tx *store.Tx) error {
 			p.markCold(tx)
 			a := &applier{tx: tx, retention: p.opts.RowRetention, yield: p.opts.Yield, coll: p.held, held: p.held != nil, drained: drained}
@@ -694,10 +697,12 @@ func (p *Projector) applyLocked(ctx context.Context, i int, ds []decoded) error 
 				return err
 			}
 			tx.SetPosition(streamNames[i], part[len(part)-1].sp)
+			created = a.created
 			return nil
 		})
 		if err == nil {
 			p.rows.Add(rows)
+			p.collections.Add(created)
 			p.pos[i] = part[len(part)-1].sp
 			p.cold.marked = p.cold.marked || p.cold.on
 		}

@@ -43,6 +43,10 @@ type ReplayOptions struct {
 	// OnPhase, when set, is called as each phase of the replay begins
 	// (Phases), on the replay's goroutine.
 	OnPhase func(phase string)
+	// OnProgress, when set, receives where the replay stands at most once
+	// a second and at the end of each phase, on the replay's goroutine,
+	// whatever ProgressEvery says (a node shows it in /metrics).
+	OnProgress func(Progress)
 	// ProgressEvery is the interval between progress lines when progress
 	// is not a terminal; 0 means 5 seconds (a terminal gets a line
 	// rewritten four times a second).
@@ -62,6 +66,20 @@ const (
 // Phases are the phases of a replay, in the order they may come.
 var Phases = []string{PhaseApply, PhaseApplyMemory, PhaseWrite}
 
+// Progress is where a replay stands, as OnProgress receives it.
+type Progress struct {
+	// Phase is the phase under way (Phases).
+	Phase string
+	// Done and Total count the phase's work: messages in the apply
+	// phases, records in PhaseWrite. Total is 0 while it is unknown.
+	Done, Total int64
+	// Collections is how many collections the replay has built so far.
+	Collections int64
+	// Left estimates how long the phase still takes, at its rate so far;
+	// negative while there is no rate to go by.
+	Left time.Duration
+}
+
 func (o ReplayOptions) phase(ph string) {
 	if o.OnPhase != nil {
 		o.OnPhase(ph)
@@ -77,6 +95,8 @@ type ReplayResult struct {
 	// (bulk.go); Applied and Written are then its two phases' times.
 	Bulk             bool
 	Applied, Written time.Duration
+	// Collections is how many collections the replay built.
+	Collections int64
 	// Gaps is what the replay passed over: sequences the streams no
 	// longer hold (a damaged or purged stream), with their ranges. A
 	// replay finishes through them; Gaps.Incomplete says whether a full
@@ -222,13 +242,14 @@ func (p *Projector) replay(ctx context.Context, opts ReplayOptions, progress io.
 	defer p.stopIters()
 	var res ReplayResult
 	start := time.Now()
-	n, err := p.replayAll(ctx, progress, opts.ProgressEvery, phase)
+	n, err := p.replayAll(ctx, newProgress(progress, opts, phase, p))
 	res.Messages = n
 	if err != nil {
 		return res, err
 	}
 	res.Elapsed = time.Since(start)
 	res.Rows = p.rows.Load()
+	res.Collections = p.collections.Load()
 	res.Gaps = p.Gaps()
 	return res, nil
 }
@@ -315,8 +336,8 @@ func (p *Projector) firstSince(ctx context.Context, stream string, since time.Ti
 }
 
 // replayAll applies both streams up to their heads at call time, reporting
-// progress in phase.
-func (p *Projector) replayAll(ctx context.Context, w io.Writer, every time.Duration, phase string) (int, error) {
+// to pr.
+func (p *Projector) replayAll(ctx context.Context, pr *progress) (int, error) {
 	if err := p.load(ctx); err != nil {
 		return 0, err
 	}
@@ -331,8 +352,7 @@ func (p *Projector) replayAll(ctx context.Context, w io.Writer, every time.Durat
 	if err != nil {
 		return 0, err
 	}
-	pr := newProgress(w, every, total, p)
-	pr.phase = phase
+	pr.total = total
 	// A build serves nobody until it is swapped in, so it renders each
 	// collection's views once, at the end, instead of after each of its
 	// messages: in a first cycle a collection's document, stats,
@@ -401,23 +421,30 @@ func (p *Projector) pendingMessages(ctx context.Context, heads readmodel.Positio
 }
 
 type progress struct {
-	w       io.Writer
-	tty     bool
-	every   time.Duration
-	total   int64 // messages the replay applies
-	phase   string
-	p       *Projector
-	start   time.Time
-	last    time.Time
+	w      io.Writer
+	tty    bool
+	every  time.Duration
+	report func(Progress) // ReplayOptions.OnProgress
+	total  int64          // messages the replay applies
+	phase  string
+	p      *Projector // counts rows and collections; nil in the write phase
+	colls  int64      // collections built, when p is nil
+	start  time.Time
+	last   time.Time // of the last line printed
+	lastR  time.Time // of the last report
+	// applied is the messages applied so far.
 	applied atomic.Int64
 }
 
-func newProgress(w io.Writer, every time.Duration, total int64, p *Projector) *progress {
+// newProgress reports phase to w and opts.OnProgress; p is the projector
+// applying the messages (nil in the write phase).
+func newProgress(w io.Writer, opts ReplayOptions, phase string, p *Projector) *progress {
+	every := opts.ProgressEvery
 	if every <= 0 {
 		every = 5 * time.Second
 	}
-	pr := &progress{w: w, every: every, total: total, p: p, start: time.Now()}
-	pr.last = pr.start
+	pr := &progress{w: w, every: every, report: opts.OnProgress, phase: phase, p: p, start: time.Now()}
+	pr.last, pr.lastR = pr.start, pr.start
 	if f, ok := w.(*os.File); ok {
 		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 			pr.tty, pr.every = true, 250*time.Millisecond
@@ -426,21 +453,56 @@ func newProgress(w io.Writer, every time.Duration, total int64, p *Projector) *p
 	return pr
 }
 
+// due says whether a line (line) or a report is due at now; final
+// (the phase's end) makes both due.
+func (pr *progress) due(now time.Time, final bool) (line, report bool) {
+	line = pr.w != nil && (final || now.Sub(pr.last) >= pr.every)
+	report = pr.report != nil && (final || now.Sub(pr.lastR) >= time.Second)
+	if line {
+		pr.last = now
+	}
+	if report {
+		pr.lastR = now
+	}
+	return line, report
+}
+
+// collections is how many collections the replay has built so far.
+func (pr *progress) collections() int64 {
+	if pr.p != nil {
+		return pr.p.collections.Load()
+	}
+	return pr.colls
+}
+
+// eta estimates the time left to do left more units at the rate done
+// took since the phase began; negative when nothing is done yet.
+func eta(done, left int64, took time.Duration) time.Duration {
+	switch {
+	case left <= 0:
+		return 0
+	case done <= 0 || took <= 0:
+		return -1
+	}
+	return time.Duration(float64(took) * float64(left) / float64(done))
+}
+
+// leftText is eta for a progress line.
+func leftText(d time.Duration) string {
+	if d < 0 {
+		return "time left unknown"
+	}
+	return "about " + d.Round(time.Second).String() + " left"
+}
+
 // tick records k more applied messages; k < 0 marks the end.
 func (pr *progress) tick(k int) {
 	final := k < 0
 	n := pr.applied.Add(int64(max(k, 0)))
-	if pr.w == nil {
-		return
-	}
 	now := time.Now()
-	if !final && now.Sub(pr.last) < pr.every {
+	line, report := pr.due(now, final)
+	if !line && !report {
 		return
-	}
-	pr.last = now
-	secs := now.Sub(pr.start).Seconds()
-	if secs <= 0 {
-		secs = 1e-9
 	}
 	// applied + left stays the total the replay started with; a message
 	// the stream dropped meanwhile (compaction) is never applied, so the
@@ -449,9 +511,21 @@ func (pr *progress) tick(k int) {
 	if final {
 		left = 0
 	}
-	rows := pr.p.rows.Load()
-	line := fmt.Sprintf("replay: %d messages, %.0f msgs/s, %.0f rows/s, %d messages left, phase %s", n, float64(n)/secs, float64(rows)/secs, left, pr.phase)
-	pr.print(line, final)
+	took := now.Sub(pr.start)
+	in, colls := eta(n, left, took), pr.collections()
+	if report {
+		pr.report(Progress{Phase: pr.phase, Done: n, Total: pr.total, Collections: colls, Left: in})
+	}
+	if !line {
+		return
+	}
+	secs := max(took.Seconds(), 1e-9)
+	var rows int64
+	if pr.p != nil {
+		rows = pr.p.rows.Load()
+	}
+	pr.print(fmt.Sprintf("replay: %d messages, %.0f msgs/s, %.0f rows/s, %d messages left, %d collections, %s, phase %s",
+		n, float64(n)/secs, float64(rows)/secs, left, colls, leftText(in), pr.phase), final)
 }
 
 // print writes line: rewritten in place on a terminal (final ends it),

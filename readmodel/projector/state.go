@@ -20,6 +20,7 @@ type collState struct {
 	tx           inputTx               // reads the listings record when first needed
 	stored       store.CollectionState // as read: what undecoded sections keep
 	listingsRead bool                  // stored holds the listings record's sections
+	fresh        bool                  // no state was stored before (saveStates counts it)
 	have         [store.NumStateSections]bool
 	dirty        [store.NumStateSections]bool
 
@@ -66,7 +67,7 @@ func (a *applier) state(cid string) (*collState, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &collState{cid: cid, tx: a.tx, stored: stored}
+	s := &collState{cid: cid, tx: a.tx, stored: stored, fresh: !smallRecord(&stored)}
 	if a.states == nil {
 		a.states = map[string]*collState{}
 	}
@@ -415,10 +416,26 @@ func (a *applier) saveStates() error {
 		}
 		a.tx.PutCollectionState(cid, &rec, &s.dirty)
 		s.stored, s.dirty = rec, [store.NumStateSections]bool{}
+		if s.fresh && smallRecord(&rec) {
+			a.created, s.fresh = a.created+1, false
+		}
 	}
 	a.tx.AppendMarket(a.market)
 	a.market = nil
 	return nil
+}
+
+// smallRecord says whether st has a section of the small record (a
+// collection's state always has one once it is saved with any but its
+// listings): a state read without one is a collection seen for the first
+// time.
+func smallRecord(st *store.CollectionState) bool {
+	for sec, b := range st {
+		if b != nil && !store.ListingSection(store.StateSection(sec)) {
+			return true
+		}
+	}
+	return false
 }
 
 // docChanged writes what follows from a collection's new document besides
