@@ -99,7 +99,8 @@ func (t *Tx) AppendEvents(cid string, h FeedHead, events []NewEvent) FeedHead {
 // appendBlocks appends n events to the blocks of family fam, whose head
 // was h, keeping the last keep, and returns the new head (see
 // AppendEvents); rec(i) is the record of the i-th event appended, asked
-// only of those written.
+// only of those written. A memory store holds the open block instead
+// (gatherBlocks, evgather.go), to the same keys and values.
 func (t *Tx) appendBlocks(fam []byte, h FeedHead, keep, n uint64, rec func(i uint64) []byte) FeedHead {
 	if t.s.gather != nil {
 		if h, ok := t.gatherBlocks(fam, h, keep, n, rec); ok {
