@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/binary"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -52,7 +53,7 @@ func (g *feedGather) commit(held map[string]*heldBlock) {
 
 // items returns the keys and values of the held blocks as the
 // transactions would have written them, sorted by key; take also empties
-// g.
+// g. It compresses them on up to GOMAXPROCS goroutines.
 func (g *feedGather) items(take bool) []memItem {
 	g.mu.Lock()
 	held := g.held
@@ -60,10 +61,27 @@ func (g *feedGather) items(take bool) []memItem {
 		g.held = map[string]*heldBlock{}
 	}
 	g.mu.Unlock()
-	var out []memItem
-	for fam, b := range held {
-		b.put([]byte(fam), false, func(k, v []byte) { out = append(out, memItem{k: string(k), v: v}) })
+	fams := make([]string, 0, len(held))
+	for fam := range held {
+		fams = append(fams, fam)
 	}
+	// Compressing them is the most of it (0.75 CPU-s at 10,000
+	// collections x 100 tokens, before the write can start): one
+	// goroutine per core.
+	workers := max(min(runtime.GOMAXPROCS(0), len(fams)), 1)
+	outs := make([][]memItem, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(fams); i += workers {
+				held[fams[i]].put([]byte(fams[i]), false, func(k, v []byte) { outs[w] = append(outs[w], memItem{k: string(k), v: v}) })
+			}
+		}()
+	}
+	wg.Wait()
+	out := slices.Concat(outs...)
 	slices.SortFunc(out, func(a, b memItem) int { return strings.Compare(a.k, b.k) })
 	return out
 }
