@@ -102,6 +102,39 @@ func TestBulkReplayEqualsBatched(t *testing.T) {
 	}
 }
 
+// TestBulkReplayRetentionEqualsBatched: with retentions small enough
+// that appends of more events than a collection's feed keeps are cut and
+// whole blocks of the market's log are dropped, a replay
+// that builds in memory leaves the same keys and values as one that
+// applies in batches into Badger.
+func TestBulkReplayRetentionEqualsBatched(t *testing.T) {
+	ctx := context.Background()
+	e := mustEnv(t)
+	e.run(cycle(40, 1)...)
+	e.run(cycle(40, 2)...)
+	e.run(cycle(40, 3)...)
+	opts := projector.ReplayOptions{Projector: e.opts(), Log: zerolog.Nop(), Store: store.Options{FeedEvents: 4, MarketEvents: 70}}
+	opts.Projector.MaxBatch = 1 // batches, and so versions, independent of timing
+	keys := map[int64]map[string]string{}
+	for _, limit := range []int64{-1, 0} { // batched, then in memory
+		o := opts
+		o.BulkLimit = limit
+		dataDir := t.TempDir()
+		res, err := projector.ReplayWithResult(ctx, e.js, dataDir, o, nil)
+		require.NoError(t, err)
+		require.Equal(t, limit == 0, res.Bulk)
+		keys[limit] = mustKeys(t, mustStore(t, filepath.Join(dataDir, "badger")))
+	}
+	want := keys[-1]
+	market, err := store.DecodeFeedHead([]byte(want["e/n"]))
+	require.NoError(t, err)
+	require.Greater(t, market.First, uint64(64), "the market's log dropped blocks")
+	feed, err := store.DecodeFeedHead([]byte(want["e/s/ethereum_0x0000"]))
+	require.NoError(t, err)
+	require.Greater(t, feed.First, uint64(1), "a collection's feed dropped events")
+	assert.Empty(t, diffKeys(want, keys[0]))
+}
+
 // TestReplayDiscardsIncompleteBuild: a replay killed before its swap
 // leaves badger.new without the marker SwapIn writes first. A node that
 // starts meanwhile does not take it, and the next replay removes it and

@@ -53,6 +53,13 @@ func WriteMemory(ctx context.Context, dir string, src *Store, opts Options, bopt
 	}()
 	defer sw.Cancel()
 	tree := mem.take()
+	if src.gather != nil {
+		// The feeds' open blocks, as the transactions would have left
+		// them (evgather.go).
+		for _, it := range src.gather.items(true) {
+			tree.ReplaceOrInsert(it)
+		}
+	}
 	buf := z.NewBuffer(2*restoreBatch, "marketd.WriteMemory")
 	defer func() { _ = buf.Release() }()
 	total := int64(tree.Len())

@@ -151,11 +151,23 @@ func appendSegment(v []byte, recs [][]byte) []byte {
 	}
 	raw := make([]byte, 0, n)
 	for _, r := range recs {
-		raw = binary.AppendUvarint(raw, uint64(len(r)))
-		raw = append(raw, r...)
+		raw = appendRawEvent(raw, r)
 	}
+	return appendRawSegment(v, uint64(len(recs)), raw)
+}
+
+// appendRawEvent appends event record r to a segment's uncompressed
+// events raw, as appendSegment lays them out: lp(r).
+func appendRawEvent(raw, r []byte) []byte {
+	raw = binary.AppendUvarint(raw, uint64(len(r)))
+	return append(raw, r...)
+}
+
+// appendRawSegment appends to block value v a segment of the n events
+// laid out in raw (appendRawEvent), compressed.
+func appendRawSegment(v []byte, n uint64, raw []byte) []byte {
 	frame := eventEncoder().EncodeAll(raw, nil)
-	v = binary.AppendUvarint(v, uint64(len(recs)))
+	v = binary.AppendUvarint(v, n)
 	v = binary.AppendUvarint(v, uint64(len(frame)))
 	return append(v, frame...)
 }

@@ -85,9 +85,13 @@ func (t *Tx) PutFeedHead(cid string, h FeedHead) { t.set(key(pFeed, cid), Encode
 // block that does not match h, met on the way, is the transaction's error
 // (damage).
 func (t *Tx) AppendEvents(cid string, h FeedHead, events []NewEvent) FeedHead {
+	var recs []eventRec
 	h = t.appendBlocks(feedFam(cid), h, t.s.feedEvents(), uint64(len(events)), func(i uint64) []byte {
-		return encodeEvent(nil, cid, &events[i])
+		r := encodeEvent(nil, cid, &events[i])
+		recs = append(recs, eventRec{ev: &events[i], rec: r})
+		return r
 	})
+	t.noteEventRecords(cid, recs)
 	t.sales = append(t.sales, feedFamily(cid)) // cached pages of this feed are stale after the commit
 	return h
 }
@@ -95,8 +99,14 @@ func (t *Tx) AppendEvents(cid string, h FeedHead, events []NewEvent) FeedHead {
 // appendBlocks appends n events to the blocks of family fam, whose head
 // was h, keeping the last keep, and returns the new head (see
 // AppendEvents); rec(i) is the record of the i-th event appended, asked
-// only of those written.
+// only of those written. A memory store holds the open block instead
+// (gatherBlocks, evgather.go), to the same keys and values.
 func (t *Tx) appendBlocks(fam []byte, h FeedHead, keep, n uint64, rec func(i uint64) []byte) FeedHead {
+	if t.s.gather != nil {
+		if h, ok := t.gatherBlocks(fam, h, keep, n, rec); ok {
+			return h
+		}
+	}
 	next := h.Next + n
 	first := max(h.First, next-min(next-1, keep))
 	had := h.First < h.Next // events were stored before: blocks blockOf(h.First)..blockOf(h.Next-1)

@@ -85,7 +85,12 @@ func (t *Tx) AppendMarket(events []MarketEvent) {
 		return
 	}
 	h = t.appendBlocks(pMarket, h, t.s.marketEvents(), uint64(len(events)), func(i uint64) []byte {
-		return encodeMarketEvent(nil, &events[i])
+		e := &events[i]
+		if r := t.eventRecord(e); r != nil {
+			b := make([]byte, 0, 1+binary.MaxVarintLen64+len(e.CollectionID)+len(r))
+			return append(marketRecordHead(b, e), r...)
+		}
+		return encodeMarketEvent(nil, e)
 	})
 	t.set(kMarketHead, EncodeFeedHead(h))
 	t.sales = append(t.sales, feedFamily(marketFeed)) // cached pages of the log are stale after the commit
@@ -93,9 +98,52 @@ func (t *Tx) AppendMarket(events []MarketEvent) {
 
 // encodeMarketEvent appends e as a market log's record to b.
 func encodeMarketEvent(b []byte, e *MarketEvent) []byte {
-	b = append(b, render.EventTypeBit(e.Event.Type))
-	b = lp(b, e.CollectionID)
-	return encodeEvent(b, e.CollectionID, &e.Event)
+	return encodeEvent(marketRecordHead(b, e), e.CollectionID, &e.Event)
+}
+
+// marketRecordHead appends what a market log's record of e holds before
+// the collection feed's record of its event (encodeEvent) to b.
+func marketRecordHead(b []byte, e *MarketEvent) []byte {
+	return lp(append(b, render.EventTypeBit(e.Event.Type)), e.CollectionID)
+}
+
+// eventRec is an event AppendEvents appended and the record encodeEvent
+// made of it.
+type eventRec struct {
+	ev  *NewEvent
+	rec []byte
+}
+
+// noteEventRecords keeps the records AppendEvents encoded for collection
+// cid's events, in their order, for AppendMarket, which appends the same
+// events later in the transaction, each collection's in the same order:
+// encoding an event (its listing row above all) took about 0.8 CPU-s
+// each way in a replay of 10,000 collections x 100 tokens.
+func (t *Tx) noteEventRecords(cid string, recs []eventRec) {
+	if len(recs) == 0 {
+		return
+	}
+	if t.evRecs == nil {
+		t.evRecs = map[string]*[]eventRec{}
+	}
+	if q, ok := t.evRecs[cid]; ok {
+		*q = append(*q, recs...)
+		return
+	}
+	t.evRecs[cid] = &recs
+}
+
+// eventRecord returns the collection feed's record of e when
+// AppendEvents encoded it (the next of its collection's, and the same
+// event: its pointers point to the same values), or nil.
+func (t *Tx) eventRecord(e *MarketEvent) []byte {
+	q := t.evRecs[e.CollectionID]
+	if q == nil || len(*q) == 0 || *(*q)[0].ev != e.Event {
+		return nil
+	}
+	r := (*q)[0].rec
+	*q = (*q)[1:]
+	return r
 }
 
 // splitMarketEvent reads a market log's record: its collection id and

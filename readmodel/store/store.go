@@ -122,6 +122,7 @@ type Store struct {
 
 	served *servedListings // listing snapshots served, for PutListings (served.go)
 	stamps viewStamps      // stamps of the views committed or read since Open (viewstamp.go)
+	gather *feedGather     // a memory store's open feed blocks (evgather.go); nil on Badger
 
 	flightMu sync.Mutex
 	flights  map[string]*pageFlight // page reads in progress, by cache key and generation

@@ -40,6 +40,14 @@ type Tx struct {
 	// salesBytes is what the sales AddSale stored take (keys and
 	// values), added to Store.salesBytes at the commit.
 	salesBytes int64
+
+	// held is, in a memory store, the feed families' open blocks this
+	// transaction changed (nil: none held any more), committed to
+	// Store.gather (evgather.go).
+	held map[string]*heldBlock
+	// evRecs holds the records AppendEvents encoded, for AppendMarket
+	// (market.go).
+	evRecs map[string]*[]eventRec
 }
 
 // Update runs fn in one read-write transaction and commits it when fn
@@ -70,6 +78,9 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	}
 	s.noteWrite(tx.written)
 	s.stamps.commit(tx.stamps)
+	if tx.held != nil {
+		s.gather.commit(tx.held)
+	}
 	s.cache.invalidate(tx.touched, tx.aliases, tx.browse, tx.tokenWrites, tx.sales)
 	s.noteSales(tx.newSales)
 	s.noteRegistered(tx.regs)
