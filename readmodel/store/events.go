@@ -116,9 +116,10 @@ func (t *Tx) appendBlocks(fam []byte, h FeedHead, keep, n uint64, rec func(i uin
 	goesOn := had && w == h.Next && (w-1)%feedBlock > 0
 	if had {
 		open := blockOf(h.Next - 1)
-		if !goesOn && (h.Next-1)%feedBlock != feedBlock-1 {
-			// The open block is deleted below or written anew (an append
-			// past the retention): its parts go with it.
+		if !goesOn && (h.Next-1)%feedBlock != 0 {
+			// The open block, not full (a full one has no parts: its
+			// seal deleted them), is deleted below or written anew (an
+			// append past the retention): its parts go with it.
 			t.deleteParts(fam, open, (h.Next-2)%feedBlock)
 		}
 		for k := blockOf(h.First); k <= open && k < blockOf(first); k++ {

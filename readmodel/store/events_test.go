@@ -263,6 +263,8 @@ func TestEventWalksAcrossBlocks(t *testing.T) {
 		{name: "pages of a hundred, sales only", keep: 100, appends: []int{70, 70, 70}, limit: 100, types: sales},
 		{name: "parts, then an append longer than the retention", keep: 100, appends: []int{3, 2, 2, 300, 2, 2}, limit: 25},
 		{name: "parts, then the retention writes their block anew", keep: 5, appends: []int{3, 2, 2, 60, 1, 3}, limit: 4},
+		{name: "parts filling a block to its 63rd event, then the retention drops it", keep: 100, appends: []int{1, 62, 200}, limit: 25},
+		{name: "parts filling a block to its 63rd event, then the retention writes it anew", keep: 70, appends: []int{1, 62, 70}, limit: 25},
 		{name: "parts on parts", keep: 200, appends: []int{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 50, 1, 1, 60}, limit: 7},
 	}
 	for _, tc := range cases {

@@ -76,7 +76,7 @@ func (g *feedGather) items(take bool) []memItem {
 		go func() {
 			defer wg.Done()
 			for i := w; i < len(fams); i += workers {
-				held[fams[i]].put([]byte(fams[i]), false, func(k, v []byte) { outs[w] = append(outs[w], memItem{k: string(k), v: v}) })
+				held[fams[i]].put([]byte(fams[i]), func(k, v []byte) { outs[w] = append(outs[w], memItem{k: string(k), v: v}) })
 			}
 		}()
 	}
@@ -121,17 +121,15 @@ func (b *heldBlock) sealed() []byte {
 
 // put calls fn with the keys and values the transactions would have
 // written for b in family fam: its base (newBlock of the first append)
-// unless partsOnly, and a part per later append.
-func (b *heldBlock) put(fam []byte, partsOnly bool, fn func(k, v []byte)) {
+// and a part per later append.
+func (b *heldBlock) put(fam []byte, fn func(k, v []byte)) {
 	start, from := b.start, uint32(0)
 	for i, s := range b.segs {
-		if i > 0 || !partsOnly {
-			v := appendRawSegment(binary.AppendUvarint(nil, start), uint64(s.n), b.raw[from:s.end])
-			if i == 0 {
-				fn(famBlockKey(fam, b.k), v)
-			} else {
-				fn(famPartKey(fam, b.k, start+uint64(s.n)-1), v)
-			}
+		v := appendRawSegment(binary.AppendUvarint(nil, start), uint64(s.n), b.raw[from:s.end])
+		if i == 0 {
+			fn(famBlockKey(fam, b.k), v)
+		} else {
+			fn(famPartKey(fam, b.k, start+uint64(s.n)-1), v)
 		}
 		start, from = start+uint64(s.n), s.end
 	}
@@ -174,12 +172,7 @@ func (t *Tx) gatherBlocks(fam []byte, h FeedHead, keep, n uint64, rec func(i uin
 		}
 		if holds && !goesOn {
 			// The open block is deleted below or written anew, and its
-			// parts with it; appendBlocks leaves them, though, when the
-			// block holds up to its 63rd event (its test of a full block
-			// is one event off), so they are written as they would stand.
-			if last == feedBlock-2 {
-				b.put(fam, true, t.set)
-			}
+			// parts with it: it is no longer held.
 			t.hold(fam, nil)
 			b = nil
 		}
