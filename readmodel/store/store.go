@@ -70,13 +70,7 @@ type Options struct {
 	// does not pause.
 	GCShare float64
 	// ValueLogFileSize is the size of one value-log file, the unit GC
-	// rewrites; 0 means 16 MiB. GC rewrites a file once half of it is
-	// garbage, so the log holds up to about a file's worth of garbage per
-	// file above its live bytes, and the mapped log (resident) swings by
-	// several files between GC passes. In 30-minute soaks at 5,000
-	// collections (2026-11-28) it swung by 156-182 MB after warm-up with
-	// 64 MiB files (three runs; its slope +0.81 to +3.38 MB/min) and by
-	// 133 MB with 16 MiB ones (slope +0.58).
+	// rewrites; 0 means 64 MiB.
 	ValueLogFileSize int64
 	// LevelZeroTables is how many flushed memtables (level-0 tables)
 	// wait before compaction merges them down; 0 means 1. Badger learns
@@ -161,7 +155,7 @@ func (o Options) withDefaults() Options {
 		o.MemTableSize = 16 << 20
 	}
 	if o.ValueLogFileSize <= 0 {
-		o.ValueLogFileSize = 16 << 20
+		o.ValueLogFileSize = 64 << 20
 	}
 	if o.LevelZeroTables <= 0 {
 		o.LevelZeroTables = 1
