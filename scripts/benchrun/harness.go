@@ -219,6 +219,29 @@ type ReplayRun struct {
 	Bytes   int64
 	PeakRSS int64
 	Err     string
+	// The floor under any build of this store, from the same run: RawWall
+	// is the faster of the raw consumer's two reads of the streams, Write
+	// what StreamWriter took to write every record of the store replay
+	// built from memory (see floorWrite). Floor is their sum.
+	RawWall time.Duration
+	Write   *FloorWrite
+}
+
+// FloorWrite is BenchmarkStreamWriterStore (readmodel/store) run on the
+// store a replay built: the mean of two writes of all its records.
+type FloorWrite struct {
+	Wall    time.Duration
+	Records int
+	MBps    float64
+	Err     string
+}
+
+// Floor is RawWall plus the write's wall time; 0 when either is missing.
+func (r *ReplayRun) Floor() time.Duration {
+	if r.RawWall <= 0 || r.Write == nil || r.Write.Err != "" || r.Write.Wall <= 0 {
+		return 0
+	}
+	return r.RawWall + r.Write.Wall
 }
 
 type harness struct {
@@ -825,7 +848,7 @@ func pubStr(s FreshSample) string {
 	return fmtDur(s.Published)
 }
 
-// replay compares `marketd replay` with the raw ordered-consumer rate on the
+// replay times `marketd replay` and its floor (floorWrite) on the
 // store the stopped node left.
 func (h *harness) replay(ctx context.Context, s *SizeRun) {
 	r := &ReplayRun{Label: s.Label}
@@ -845,6 +868,9 @@ func (h *harness) replay(ctx context.Context, s *SizeRun) {
 		}
 		r.Raw = append(r.Raw, &c)
 		r.Msgs, r.Bytes = c.Total.Msgs, c.Total.Bytes
+		if w := time.Duration(c.Total.Seconds * float64(time.Second)); w > 0 && (r.RawWall == 0 || w < r.RawWall) {
+			r.RawWall = w
+		}
 		if c.Total.PerSec > r.RawMax {
 			r.RawMax = c.Total.PerSec
 		}
@@ -870,6 +896,66 @@ func (h *harness) replay(ctx context.Context, s *SizeRun) {
 	raw()
 	h.logf("replay %s: %d msgs (%s) in %s = %.0f msgs/s, peak RSS %s; raw consumer best %.0f msgs/s (%.2f×)", s.Label, r.Msgs, mib(r.Bytes),
 		wall.Round(time.Millisecond), r.Rate, mib(r.PeakRSS), r.RawMax, ratio(r.Rate, r.RawMax))
+	if err == nil && ctx.Err() == nil {
+		h.floorWrite(ctx, s, r)
+	}
+}
+
+// floorWrite measures the write half of the floor: every record of the
+// store the replay just built, loaded into memory and sorted, written into
+// a fresh store by StreamWriter with the node's options, the fastest write
+// Badger offers (BenchmarkStreamWriterStore, twice; ns/op is the mean).
+// With the raw read it is what any build of this store costs at least on
+// this machine, so replay's ratio to it measures the projector alone.
+func (h *harness) floorWrite(ctx context.Context, s *SizeRun, r *ReplayRun) {
+	w := &FloorWrite{}
+	r.Write = w
+	src := filepath.Join(s.DataDir, "badger")
+	h.logf("replay %s: floor write, StreamWriter of %s's records", s.Label, src)
+	out, _, err := runCmd(ctx, h.bound(20*time.Minute, 60*time.Second), h.o.RepoDir, "env", "MARKETD_BENCH_STORE="+src,
+		"taskset", "-c", h.allCores(), "go", "test", "-count=1", "-run", "^$", "-bench", "^BenchmarkStreamWriterStore$",
+		"-benchtime", "2x", "-timeout", "19m", "./readmodel/store")
+	if err != nil {
+		w.Err = fmt.Sprintf("%v: %s", err, tail(out, 3))
+		return
+	}
+	b, ok := parseStreamWriterBench(out)
+	if !ok {
+		w.Err = "no BenchmarkStreamWriterStore line in: " + tail(out, 3)
+		return
+	}
+	*w = b
+	h.logf("replay %s: floor %s (raw read %s + write %s of %d records); replay %s = %.2f × the floor", s.Label,
+		fmtDur(r.Floor()), fmtDur(r.RawWall), fmtDur(w.Wall), w.Records, fmtDur(r.Wall), ratio(r.Wall.Seconds(), r.Floor().Seconds()))
+}
+
+// parseStreamWriterBench reads BenchmarkStreamWriterStore's result line:
+// "BenchmarkStreamWriterStore-2  2  6660000000 ns/op  350.1 MB/s  1.2 cpu-s/GB  3500000 records".
+func parseStreamWriterBench(out string) (FloorWrite, bool) {
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) < 4 || !strings.HasPrefix(f[0], "BenchmarkStreamWriterStore") {
+			continue
+		}
+		var w FloorWrite
+		ok := false
+		for i := 1; i+1 < len(f); i++ {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				continue
+			}
+			switch f[i+1] {
+			case "ns/op":
+				w.Wall, ok = time.Duration(v), v > 0
+			case "MB/s":
+				w.MBps = v
+			case "records":
+				w.Records = int(v)
+			}
+		}
+		return w, ok
+	}
+	return FloorWrite{}, false
 }
 
 func (h *harness) goBench(ctx context.Context) {

@@ -9,7 +9,8 @@
 //  2. the same at a large market (--big collections);
 //  3. freshness: time from a simulator tick to a changed body being served,
 //     and the cost (wall, CPU) of one cycle at the large size;
-//  4. replay rate against the raw ordered-consumer rate on the same store;
+//  4. replay against its floor on the same store: a raw ordered consumer
+//     reading the streams plus StreamWriter writing the store replay built;
 //  5. resident memory (steady, peak) at both sizes;
 //  6. `go test -bench` of the handlers and the projector;
 //

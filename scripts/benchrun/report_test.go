@@ -59,7 +59,8 @@ func sampleResults() *Results {
 			{Observed: true, Served: 800 * time.Millisecond, LastServed: 900 * time.Millisecond, Returned: 950 * time.Millisecond, Published: 850 * time.Millisecond, HasPublish: true},
 			{Observed: true, Served: 700 * time.Millisecond, LastServed: 700 * time.Millisecond, Returned: 720 * time.Millisecond, Published: 690 * time.Millisecond, HasPublish: true},
 		},
-		Replays: []*ReplayRun{{Label: "large", Msgs: 1000, Bytes: 300 << 20, Wall: time.Second, Rate: 1000, RawMax: 1500, PeakRSS: 800 << 20}},
+		Replays: []*ReplayRun{{Label: "large", Msgs: 1000, Bytes: 300 << 20, Wall: time.Second, Rate: 1000, RawMax: 1500, PeakRSS: 800 << 20,
+			RawWall: 300 * time.Millisecond, Write: &FloorWrite{Wall: 550 * time.Millisecond, Records: 4000, MBps: 120}}},
 		GoBench: "BenchmarkX-2   100   10 ns/op   0 B/op   0 allocs/op",
 	}
 }
@@ -73,7 +74,7 @@ func TestVerdicts(t *testing.T) {
 		{"lowest 0.50 (token)", "**NO**"},
 		{"p99 50.0ms last change served after publish end, 2/2 observed", "yes"},
 		{"cycle of 1 tick(s), 700 messages: 30.00s wall, 40.00s CPU (0.33 cores over the interval); first full cycle 90.00s wall, 100.00s CPU", "yes"},
-		{"large: 0.67 (1000 vs 1500 msgs/s, 1000 msgs, 300 MiB)", "yes"},
+		{"large: 1.18 (replay 1.00s, floor 850.0ms = raw read 300.0ms + write 550.0ms; 1000 msgs, 300 MiB)", "yes"},
 		// Anonymous memory is within 1 GiB, but the reads were not at full
 		// speed inside the group (the token at 0.50 × demo).
 		{"cgroup v1 (3 GiB): ready after 90.00s; reads lowest 0.50 (token); group peak 3072 MiB; anonymous peak 900 MiB (sampled), peak RSS 2048 MiB; major faults 50 during the reads; OOM kills 0", "**NO**"},
@@ -105,7 +106,7 @@ func TestRenderReport(t *testing.T) {
 		"## Freshness (demo size)",
 		"| large | 1 tick(s), the market 30s ahead of the wall clock before them, then POST /admin/ingest (700 messages) | 30.00s | 40.00s | 1.33 | 0.33 | 12.00s |",
 		"| large | cycle 2, pinned to the server core, the mixed reads running: 1 tick(s), the market 2m0s ahead of the wall clock before them (690 messages) | 45.00s | 44.00s (reads included) | 0.98 | – | 11.00s |",
-		"| large | 1000 | 300 MiB | 1.00s | 1000 | 1500 | 0.67 | yes | 800 MiB |",
+		"| large | 1000 | 300 MiB | 1.00s | 1000 | 300.0ms | 550.0ms (4000 records, 120 MB/s) | 850.0ms | 1.18 | yes | 800 MiB |",
 		"## Read path — large: 100000 collections, 100 tokens per collection (10000000 in all)",
 		"| token | 0 | 10000 | 4.50ms | 9.00ms | 20000 | 0.50 | 9.00ms | 1.00 | – | – | **NO** | yes |",
 		"marketd ran inside a 3 GiB memory cgroup (cgroup v1); the demo node ran uncapped.",
@@ -187,7 +188,7 @@ func TestRenderReadme(t *testing.T) {
 		"the large node serves at full speed inside a 3 GiB memory cgroup; anonymous ≤ 1 GiB",
 		"view store ≤ 250 bytes per token and ≤ 3 GB after three cycles and a value-log GC",
 		"a new serve node joining the large node's streams ready ≤ 60.00s",
-		"`marketd all` on an empty data dir to ready ≤ 120.00s at 100000 collections",
+		"`marketd all` on an empty data dir to ready ≤ 180.00s at 100000 collections",
 		"read p99 at the large size ≤ 2 × demo p99, every endpoint",
 		"read p99 while a cycle is applied at the large size ≤ 2 × demo p99 (mixed set)",
 	} {
@@ -248,6 +249,7 @@ func TestLargeNodeVerdicts(t *testing.T) {
 		p99
 		during
 		replayRSS
+		replay = 5
 	)
 	tests := []struct {
 		name          string
@@ -313,6 +315,15 @@ func TestLargeNodeVerdicts(t *testing.T) {
 				r.Sizes[1].Mixed[1].Stat.SockErrs = 3
 			},
 			measured: "during cycle 2: p99 7.00ms = 1.75 × demo's 4.00ms", met: "**NO**"},
+		{name: "replay slower than 1.2 × its floor", index: replay,
+			change:   func(r *Results) { r.Replays[0].Wall = 1100 * time.Millisecond },
+			measured: "large: 1.29 (replay 1.10s, floor 850.0ms", met: "**NO**"},
+		{name: "the floor's write failed", index: replay,
+			change:   func(r *Results) { r.Replays[0].Write = &FloorWrite{Err: "exit status 1"} },
+			measured: "large: floor not measured (replay 1.00s, 1000 msgs, 300 MiB), write: exit status 1", met: "?"},
+		{name: "a failed replay fails whatever its floor", index: replay,
+			change:   func(r *Results) { r.Replays[0].Err = "replay: signal: killed"; r.Replays[0].Write = nil },
+			measured: "replay: signal: killed", met: "**NO**"},
 		{name: "replay over 1 GiB", index: replayRSS,
 			change:   func(r *Results) { r.Replays[0].PeakRSS = 2 << 30 },
 			measured: "large: peak 2048 MiB", met: "**NO**"},
@@ -328,9 +339,20 @@ func TestLargeNodeVerdicts(t *testing.T) {
 	}
 }
 
+func TestParseStreamWriterBench(t *testing.T) {
+	out := "goos: linux\npkg: github.com/marketd/marketd/readmodel/store\n" +
+		"BenchmarkStreamWriterStore-2   \t       2\t6660123456 ns/op\t  52.31 MB/s\t  3.10 cpu-s/GB\t 3500000 records\nPASS\n"
+	w, ok := parseStreamWriterBench(out)
+	require.True(t, ok)
+	assert.Equal(t, FloorWrite{Wall: 6660123456, Records: 3500000, MBps: 52.31}, w)
+
+	_, ok = parseStreamWriterBench("--- SKIP: BenchmarkStreamWriterStore\n    MARKETD_BENCH_STORE names no store to copy\nPASS\n")
+	assert.False(t, ok, "a skipped benchmark has no result")
+}
+
 func TestReadyTarget(t *testing.T) {
-	assert.Equal(t, 30*time.Second, readyTarget(10_000))
-	assert.Equal(t, 120*time.Second, readyTarget(100_000))
+	assert.Equal(t, 25*time.Second, readyTarget(10_000))
+	assert.Equal(t, 180*time.Second, readyTarget(100_000))
 }
 
 func TestRenderCgroupNotAvailable(t *testing.T) {
