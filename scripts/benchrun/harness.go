@@ -910,13 +910,19 @@ func (h *harness) replay(ctx context.Context, s *SizeRun) {
 func (h *harness) floorWrite(ctx context.Context, s *SizeRun, r *ReplayRun) {
 	w := &FloorWrite{}
 	r.Write = w
-	src := filepath.Join(s.DataDir, "badger")
+	// go test runs in the package's directory: the store's path must not
+	// be relative to the harness's.
+	src, err := filepath.Abs(filepath.Join(s.DataDir, "badger"))
+	if err != nil {
+		w.Err = err.Error()
+		return
+	}
 	h.logf("replay %s: floor write, StreamWriter of %s's records", s.Label, src)
 	out, _, err := runCmd(ctx, h.bound(20*time.Minute, 60*time.Second), h.o.RepoDir, "env", "MARKETD_BENCH_STORE="+src,
 		"taskset", "-c", h.allCores(), "go", "test", "-count=1", "-run", "^$", "-bench", "^BenchmarkStreamWriterStore$",
 		"-benchtime", "2x", "-timeout", "19m", "./readmodel/store")
 	if err != nil {
-		w.Err = fmt.Sprintf("%v: %s", err, tail(out, 3))
+		w.Err = fmt.Sprintf("%v: %s", err, tail(out, 8))
 		return
 	}
 	b, ok := parseStreamWriterBench(out)
