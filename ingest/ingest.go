@@ -123,6 +123,11 @@ type Config struct {
 	// is built and published, so that the process's reads can go first
 	// (cmd/marketd passes a pace.Gate's). It may sleep briefly.
 	Yield func()
+
+	// pollers, when set, replaces the registered pollers (upstreams) of
+	// the sources it names; the others keep theirs. Only tests set it
+	// (export_test.go), to run a poller of their own through the cycle.
+	pollers map[readmodel.Source]func(c *source.Client) []Poller
 }
 
 // Ingest runs ingest cycles. RunCycle, Open, Close and Stats are safe for
@@ -270,6 +275,9 @@ func New(cfg Config, pub Publisher, log zerolog.Logger) (*Ingest, error) {
 		}
 		srcs[s] = sc
 		mk, ok := upstreams[s]
+		if m, set := cfg.pollers[s]; set {
+			mk, ok = m, true
+		}
 		if !ok {
 			return nil, readmodel.Errorf(readmodel.Internal, "ingest: source %s has no registered poller", s)
 		}

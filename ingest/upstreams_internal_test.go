@@ -12,7 +12,8 @@ import (
 
 // TestUpstreamsRegistration: every source has pollers, each poller
 // belongs to the source it is registered under and polls under its own
-// name, and exactly one poll is the collection list.
+// name, and exactly one poll is the collection list. What each poller
+// must do is TestPollerContract's.
 func TestUpstreamsRegistration(t *testing.T) {
 	names := map[string]bool{}
 	lists := 0
