@@ -7,7 +7,7 @@ import (
 )
 
 // Compaction of an idle store. The periodic value-log GC (gcLoop) rewrites
-// a file only once Badger counts half of it garbage, and Badger counts a
+// a file only once Badger counts gcRatio of it garbage, and Badger counts a
 // value as garbage only when a compaction drops its key's superseded
 // version. With the few, large levels this store keeps (store.go), a
 // version superseded in the base level can wait there for a long time, so
@@ -33,8 +33,8 @@ const (
 	compactGrowth = 20 // percent
 	compactMin    = 64 << 20
 	// compactRatio is the share of garbage at which Compact rewrites a
-	// value-log file (the periodic GC waits for half).
-	compactRatio = 0.3
+	// value-log file, as the periodic GC does.
+	compactRatio = gcRatio
 )
 
 // compactDue says whether the gc loop should compact at now: no commit of
