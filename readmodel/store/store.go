@@ -318,8 +318,9 @@ func (s *Store) gcLoop() {
 // holds 1/(1-r) of its live bytes, and grows by up to that times what the
 // sales history adds. In 30-minute soaks (docs/performance-log.md) the
 // mapped log's lowest point rose 2.1 to 2.5 times as fast as the sales
-// history in three runs with 0.5, 1.6 times with 0.3, for a third more
-// rewriting (0.35 files of 64 MiB per cycle against 0.23-0.27).
+// history in three runs with 0.5, 1.6 to 1.9 times in three with 0.3, for
+// a third more rewriting (0.34-0.35 files of 64 MiB per cycle against
+// 0.23-0.27).
 const gcRatio = 0.3
 
 // CollectGarbage rewrites value-log files while one is at least gcRatio
