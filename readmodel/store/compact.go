@@ -32,9 +32,6 @@ const (
 	// just built from empty (little garbage) is not compacted.
 	compactGrowth = 20 // percent
 	compactMin    = 64 << 20
-	// compactRatio is the share of garbage at which Compact rewrites a
-	// value-log file, as the periodic GC does.
-	compactRatio = gcRatio
 )
 
 // compactDue says whether the gc loop should compact at now: no commit of
@@ -51,7 +48,7 @@ func compactDue(now, lastBusy time.Time, vlog, baseline int64) bool {
 
 // Compact merges the LSM tree into one level, which drops every superseded
 // version and so tells Badger which value-log entries are garbage, then
-// rewrites value-log files at least 30 % garbage until none is left or stop
+// rewrites value-log files at least gcRatio garbage until none is left or stop
 // is closed (nil stop runs to the end), pausing after each so that the
 // rewrites take about share of the time (see Options.GCShare; 1 never
 // pauses). It returns how many files it rewrote. Writes may go on
@@ -67,7 +64,7 @@ func (s *Store) Compact(stop <-chan struct{}, share float64) (int, error) {
 		return 0, internal(err, "compact")
 	}
 	s.compactions.Add(1)
-	return s.rewrite(stop, share, compactRatio, -1), nil
+	return s.rewrite(stop, share, gcRatio, -1), nil
 }
 
 // compactGuarded is Compact for the gc loop: a panic reading a damaged
