@@ -599,15 +599,18 @@ func garbageRows(h http.Handler, n *atomic.Int64) http.Handler {
 	})
 }
 
+// garbageRow is the row garbageRows adds: a string where an object or a
+// number belongs.
+const garbageRow = `"garbage"`
+
 // withGarbage adds one garbage row to page, if it knows the page's shape.
 func withGarbage(page map[string]json.RawMessage) ([]byte, bool) {
-	const bad = `"garbage"`
 	if raw, ok := page["rates"]; ok {
 		var rates map[string]json.RawMessage
 		if json.Unmarshal(raw, &rates) != nil {
 			return nil, false
 		}
-		rates["GARBAGE"] = json.RawMessage(bad)
+		rates["GARBAGE"] = json.RawMessage(garbageRow)
 		page["rates"], _ = json.Marshal(rates)
 	} else {
 		var items []json.RawMessage
@@ -617,7 +620,7 @@ func withGarbage(page map[string]json.RawMessage) ([]byte, bool) {
 		if g, ok := garbageGroup(items); ok {
 			items[g.at], _ = json.Marshal(g.group)
 		} else {
-			items = append(items, json.RawMessage(bad))
+			items = append(items, json.RawMessage(garbageRow))
 		}
 		page["items"], _ = json.Marshal(items)
 	}
@@ -648,7 +651,7 @@ func garbageGroup(items []json.RawMessage) (aGroup, bool) {
 		}
 		var rows []json.RawMessage
 		if json.Unmarshal(raw, &rows) == nil && rows != nil {
-			g["rows"], _ = json.Marshal(append(rows, json.RawMessage(`"garbage"`)))
+			g["rows"], _ = json.Marshal(append(rows, json.RawMessage(garbageRow)))
 			return aGroup{at: i, group: g}, true
 		}
 		if first.at < 0 {
@@ -658,6 +661,6 @@ func garbageGroup(items []json.RawMessage) (aGroup, bool) {
 	if first.at < 0 {
 		return aGroup{}, false
 	}
-	first.group["rows"] = json.RawMessage(`["garbage"]`)
+	first.group["rows"] = json.RawMessage("[" + garbageRow + "]")
 	return first, true
 }
