@@ -130,6 +130,12 @@ func (c *Client) Floor(ctx context.Context, id string) (FloorResponse, error) {
 	return e.Data, err
 }
 
+// The floor history's response: its points per interval.
+type (
+	FloorHistory = wire.FloorHistoryResponse
+	FloorPoint   = wire.FloorPoint
+)
+
 // FloorHistoryQuery chooses a floor history: Interval "1h" (the default,
 // "") or "1d", and the range (zero times: the server's defaults, the
 // intervals kept up to now).

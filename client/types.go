@@ -5,7 +5,9 @@ import "github.com/marketd/marketd/readmodel/wire"
 // The response types are readmodel/wire's: the server renders its bodies
 // from the same types, so a field it writes cannot be missing here or
 // typed otherwise. The names below are aliases, for reading a call's
-// signature without leaving this package.
+// signature without leaving this package; the types of one call alone
+// (its query and its response, as the floor history's) sit beside it in
+// api.go.
 type (
 	Pagination                 = wire.Pagination
 	Page[T any]                = wire.Page[T]
@@ -23,8 +25,6 @@ type (
 	Fee                        = wire.Fee
 	ListingItem                = wire.ListingItem
 	FloorResponse              = wire.FloorResponse
-	FloorHistory               = wire.FloorHistoryResponse
-	FloorPoint                 = wire.FloorPoint
 	OwnerKind                  = wire.OwnerKind
 	Rarity                     = wire.Rarity
 	Owner                      = wire.Owner

@@ -71,7 +71,7 @@ func (s *Server) getFloorHistory(c *fiber.Ctx, rt *route, rq request) error {
 	if cv.Chain == "" {
 		return errNoChain
 	}
-	hv, err := s.r.FloorHistory(c.UserContext(), cv.ID)
+	hv, err := s.r.View(c.UserContext(), render.FloorHistoryView.Name(), cv.ID)
 	if err != nil {
 		return err
 	}
@@ -89,7 +89,7 @@ func (s *Server) getFloorHistory(c *fiber.Ctx, rt *route, rq request) error {
 	}
 	resp := c.Response()
 	resp.AppendBodyString(`{"data":`)
-	resp.AppendBody(render.FloorHistoryJSON(cv.ID, cv.Chain, hv.History, interval, from, to))
+	resp.AppendBody(render.FloorHistoryJSON(cv.ID, cv.Chain, render.FloorHistoryView.Record(hv), interval, from, to))
 	resp.AppendBodyString("}")
 	s.keep(c, rq, id, nil, rt.cacheControl, rt.cdnCacheControl)
 	return nil

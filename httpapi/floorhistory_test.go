@@ -14,7 +14,7 @@ import (
 
 func TestFloorHistory(t *testing.T) {
 	hour := t0.Truncate(time.Hour) // 2026-11-22T12:00:00Z, the harness's hour
-	observed := render.FloorHistoryView{Version: 4, History: &render.FloorHistory{
+	observed := render.ViewValue{Version: 4, Record: &render.FloorHistory{
 		Hours: []render.FloorBucket{
 			{Start: hour.Add(-2 * time.Hour).Unix(), Open: "1000000000000000000", High: "1200000000000000000", Low: "900000000000000000", Close: "1100000000000000000"},
 			{Start: hour.Unix(), Open: "1100000000000000000", High: "1100000000000000000", Low: "1100000000000000000", Close: "1100000000000000000"},

@@ -33,8 +33,11 @@ type fakeReader struct {
 	aliases     map[string]string // any {id} form → canonical
 	collections map[string]render.CollectionView
 	floors      map[string]render.FloorView
-	// floorHistory holds the floor histories by canonical id (none: never observed).
-	floorHistory map[string]render.FloorHistoryView
+	// floorHistory holds the floor histories (the view module's records)
+	// by canonical id (none: never observed); views those of the other
+	// modules, by name and id ("name|id").
+	floorHistory map[string]render.ViewValue
+	views        map[string]render.ViewValue
 	// listings holds every version still "held" per collection; current is
 	// the highest.
 	listings map[string]map[uint64]render.ListingsView
@@ -73,7 +76,8 @@ func newFakeReader() *fakeReader {
 		aliases:      map[string]string{},
 		collections:  map[string]render.CollectionView{},
 		floors:       map[string]render.FloorView{},
-		floorHistory: map[string]render.FloorHistoryView{},
+		floorHistory: map[string]render.ViewValue{},
+		views:        map[string]render.ViewValue{},
 		listings:     map[string]map[uint64]render.ListingsView{},
 		current:      map[string]uint64{},
 		sales:        map[string][][]byte{},
@@ -146,13 +150,16 @@ func (f *fakeReader) Floor(_ context.Context, id string) (render.FloorView, erro
 	return fv, nil
 }
 
-func (f *fakeReader) FloorHistory(_ context.Context, id string) (render.FloorHistoryView, error) {
-	if err := f.enter("FloorHistory"); err != nil {
-		return render.FloorHistoryView{}, err
+func (f *fakeReader) View(_ context.Context, name, id string) (render.ViewValue, error) {
+	if err := f.enter("View"); err != nil {
+		return render.ViewValue{}, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.floorHistory[id], nil
+	if name == render.FloorHistoryView.Name() {
+		return f.floorHistory[id], nil
+	}
+	return f.views[name+"|"+id], nil
 }
 
 func (f *fakeReader) Listings(_ context.Context, id string, version uint64) (render.ListingsView, error) {

@@ -121,7 +121,7 @@ func TestRouteIdentity(t *testing.T) {
 	})
 	// observed gives testID a floor history: one hour observed.
 	observed := func(h *harness) {
-		h.r.floorHistory[testID] = render.FloorHistoryView{Version: 3, History: &render.FloorHistory{
+		h.r.floorHistory[testID] = render.ViewValue{Version: 3, Record: &render.FloorHistory{
 			Hours: []render.FloorBucket{{Start: t0.Truncate(time.Hour).Unix(), Open: "5", High: "7", Low: "4", Close: "6"}},
 		}}
 	}

@@ -25,9 +25,11 @@ type Reader interface {
 	Collection(ctx context.Context, id string) (render.CollectionView, error)
 	// Floor returns the prepared floor response of a canonical id.
 	Floor(ctx context.Context, id string) (render.FloorView, error)
-	// FloorHistory returns the floor history this node observed for a
-	// canonical id (Version 0 and a nil History when none yet).
-	FloorHistory(ctx context.Context, id string) (render.FloorHistoryView, error)
+	// View returns the record of the view module named name
+	// (render.RegisterView) for a canonical id: Version 0 and a nil
+	// Record when none is stored yet. Every module is read through it,
+	// so a new one adds no method here.
+	View(ctx context.Context, name, id string) (render.ViewValue, error)
 	// Listings returns the listing snapshot of version (0 = current); when
 	// that version is no longer held it returns the current one (compare
 	// view.Version).

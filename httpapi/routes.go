@@ -46,9 +46,10 @@ type route struct {
 	obs             *routeObservers
 }
 
-// routeTable is the whole public surface, in one place (SPEC §4, §8).
+// routeTable is the whole public surface, in one place (SPEC §4, §8),
+// then the routes of the view modules served as they are (views.go).
 func routeTable() []*route {
-	return []*route{
+	return append([]*route{
 		{pattern: "/v1", summary: "API index", bucket: bucketItem, maxAge: 3600, never502: true, handle: (*Server).getIndex},
 		{pattern: "/v1/openapi.json", summary: "OpenAPI 3.1 description", bucket: bucketItem, maxAge: 3600, never502: true, handle: (*Server).getOpenAPI},
 		{pattern: "/v1/docs", summary: "API reference (HTML)", bucket: bucketItem, maxAge: 300, never502: true, handle: (*Server).getDocs},
@@ -68,7 +69,7 @@ func routeTable() []*route {
 		{pattern: "/v1/status", summary: "Sources' and node's status", bucket: bucketItem, maxAge: 10, handle: (*Server).getStatus},
 		{pattern: "/v1/tokens", summary: "Several tokens' detail", bucket: bucketItem, maxAge: 30, never502: true, prepared: true, handle: (*Server).getTokens},
 		{pattern: "/v1/tokens/:chain/:address/:tokenId", summary: "Token detail", bucket: bucketItem, maxAge: 30, never502: true, prepared: true, handle: (*Server).getToken},
-	}
+	}, viewRoutes()...)
 }
 
 // corsMethods is Access-Control-Allow-Methods (SPEC §5: GET, OPTIONS).

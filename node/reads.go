@@ -63,9 +63,9 @@ func (vs *Views) Floor(ctx context.Context, id string) (render.FloorView, error)
 	return read(vs, "floor", func(v *storeReads) (render.FloorView, error) { return v.Floor(ctx, id) })
 }
 
-// FloorHistory is httpapi.Reader's: a collection's observed floor history, from the views served.
-func (vs *Views) FloorHistory(ctx context.Context, id string) (render.FloorHistoryView, error) {
-	return read(vs, "floor history", func(v *storeReads) (render.FloorHistoryView, error) { return v.FloorHistory(ctx, id) })
+// View is httpapi.Reader's: a view module's record of a collection, from the views served.
+func (vs *Views) View(ctx context.Context, name, id string) (render.ViewValue, error) {
+	return read(vs, name, func(v *storeReads) (render.ViewValue, error) { return v.ReadView(ctx, name, id) })
 }
 
 // Listings is httpapi.Reader's: a listing snapshot, from the views served.

@@ -112,6 +112,8 @@ type applier struct {
 	coll      *pending             // collection renders marked
 	tokenMsgs []*readmodel.Message // tokens messages applied, to index at flush (indexTokens)
 	dirtyTok  map[string]bool      // token keys marked
+
+	rendered render.Rendered // the collection renderNow renders, for the view modules (views.go)
 }
 
 // pending is the collection renders an applier has marked: the
@@ -467,12 +469,14 @@ func (a *applier) apply(msg *readmodel.Message) error {
 	return nil
 }
 
-// renderNow re-renders the given parts of collection cid's views.
+// renderNow re-renders the given parts of collection cid's views, then
+// derives the view modules they touch.
 func (a *applier) renderNow(cid string, parts int) error {
 	doc, err := a.doc(cid)
 	if err != nil {
 		return err
 	}
+	a.rendered = render.Rendered{ID: cid, At: a.now, Parts: moduleParts(parts), Doc: doc}
 	if doc != nil && parts&(partDetail|partBrowse) != 0 {
 		if err := a.renderCollection(cid, doc, parts); err != nil {
 			return err
@@ -483,5 +487,7 @@ func (a *applier) renderNow(cid string, parts int) error {
 			return err
 		}
 	}
-	return nil
+	err = a.deriveViews(&a.rendered)
+	a.rendered = render.Rendered{} // holds the snapshot: not past the render
+	return err
 }

@@ -45,9 +45,7 @@ func (a *applier) renderFloor(cid string, doc *readmodel.CollectionDoc, snap ren
 		fin.LastGoodRaw, fin.LastGoodAt = lg.Raw, lg.At
 	}
 	res := render.FloorJSON(fin)
-	if err := a.observeFloor(cid, res.AskRaw); err != nil {
-		return err
-	}
+	a.rendered.AskFloorRaw = res.AskRaw
 	if !snap.AllFailed && doc.Chain.KeepsLastGoodBuyerFloor() {
 		if res.BuyerRaw != "" {
 			st.setLastGood(&lastGood{Raw: res.BuyerRaw, At: a.now})

@@ -35,16 +35,17 @@ func TestFloorHistoryObserved(t *testing.T) {
 	floorAt(at.Add(2*time.Hour), "900000000000000000")
 	floorAt(at.Add(3*time.Hour), "") // no ask floor: nothing observed
 
-	v, err := e.st.FloorHistory(ctx, id)
+	v, err := e.st.ReadView(ctx, render.FloorHistoryView.Name(), id)
 	require.NoError(t, err)
-	require.NotNil(t, v.History)
+	h := render.FloorHistoryView.Record(v)
+	require.NotNil(t, h)
 	assert.NotZero(t, v.Version)
 	hour := at.Truncate(time.Hour)
 	assert.Equal(t, []render.FloorBucket{
 		{Start: hour.Unix(), Open: "1000000000000000000", High: "1200000000000000000", Low: "800000000000000000", Close: "800000000000000000"},
 		{Start: hour.Add(2 * time.Hour).Unix(), Open: "900000000000000000", High: "900000000000000000", Low: "900000000000000000", Close: "900000000000000000"},
-	}, v.History.Hours)
+	}, h.Hours)
 	assert.Equal(t, []render.FloorBucket{
 		{Start: at.Truncate(24 * time.Hour).Unix(), Open: "1000000000000000000", High: "1200000000000000000", Low: "800000000000000000", Close: "900000000000000000"},
-	}, v.History.Days)
+	}, h.Days)
 }

@@ -48,6 +48,7 @@ func (a *applier) renderListings(cid string, doc *readmodel.CollectionDoc, parts
 	if err != nil {
 		return err
 	}
+	a.rendered.Listings = &snap
 	var royalty *int64
 	if doc != nil {
 		royalty = doc.RoyaltyBps

@@ -24,7 +24,7 @@ type inputTx interface {
 	TokenRecordHead(k string) (hash uint64, bucket uint32, ok bool, err error)
 	TokenBlockKeys(addr string, bucket uint32) ([]string, error)
 	SaleStored(cid string, ref store.SaleRef) (bool, error)
-	FloorHistory(cid string) (*render.FloorHistory, error)
+	ViewRecord(m render.ViewModule, cid string) (any, error)
 }
 
 // viewTx is what saving a transaction's collection states and the views
@@ -41,7 +41,7 @@ type viewTx interface {
 	PutListings(cid string, v render.ListingsRecord)
 	SetDeadline(cid string, at time.Time)
 	PutFloor(cid string, v render.FloorView)
-	PutFloorHistory(cid string, version uint64, h *render.FloorHistory)
+	PutViewRecord(m render.ViewModule, cid string, version uint64, rec any)
 	DeleteFloor(cid string)
 	PutQuote(rates readmodel.USDRates, feedOK bool)
 	PutTokenRecord(k string, r *store.TokenRecord)

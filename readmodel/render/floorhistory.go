@@ -61,10 +61,148 @@ type FloorHistory struct {
 	Days  []FloorBucket
 }
 
-// FloorHistoryView is a collection's floor history as read for serving.
-type FloorHistoryView struct {
-	Version uint64        // 0 with a nil History: nothing observed yet
-	History *FloorHistory // never modified once read
+// FloorHistoryView is the floor history's view module: one record per
+// collection under h/f/<cid>. Like the change feed it is node-local
+// history, outside `marketd digest`: it is what this node observed, and a
+// node rebuilt from the compacted state stream observed only each
+// subject's last message. A views snapshot carries it to a joining node.
+// It is served by a handler of its own (httpapi/floorhistory.go: its
+// interval and range parameters).
+var FloorHistoryView = RegisterView(ViewSpec[FloorHistory]{
+	Name:   "floor history",
+	Family: "h/f/",
+	Parts:  PartFloor,
+	Derive: deriveFloorHistory,
+	Encode: encodeFloorHistory,
+	Decode: decodeFloorHistory,
+	Size: func(h *FloorHistory) int64 {
+		return int64(len(h.Hours)+len(h.Days)) * 96
+	},
+})
+
+// deriveFloorHistory records in h that the ask floor was r.AskFloorRaw
+// when the floor was rendered, at r.At: the time the messages behind the
+// render were observed, so a node that applies the same messages keeps
+// the same history. A render with no ask floor observes nothing; one that
+// changes no bucket writes nothing.
+func deriveFloorHistory(r *Rendered, h *FloorHistory) (*FloorHistory, bool) {
+	if r.AskFloorRaw == "" {
+		return h, false
+	}
+	if h == nil {
+		h = &FloorHistory{}
+	}
+	return h, h.Observe(r.At, r.AskFloorRaw)
+}
+
+// The record: the distinct raw prices it uses (uvarint count, then each
+// as a string), then the hours and then the days, each as a uvarint count
+// followed by the buckets: the first one's start in widths since the
+// epoch (varint), each next one's as a uvarint gap in widths, then a flag
+// and the prices as indexes into the dictionary: one when open, high, low
+// and close are equal (flag 0), else four. A floor repeats itself across
+// buckets, so a week of hours and three months of days of a steady floor
+// take about 3 bytes a bucket.
+func encodeFloorHistory(h *FloorHistory) []byte {
+	e := &RecordWriter{B: make([]byte, 0, 248)}
+	dict := map[string]uint64{}
+	var order []string
+	index := func(raw string) {
+		if _, ok := dict[raw]; !ok {
+			dict[raw] = uint64(len(order))
+			order = append(order, raw)
+		}
+	}
+	for _, bs := range [][]FloorBucket{h.Hours, h.Days} {
+		for _, b := range bs {
+			index(b.Open)
+			index(b.High)
+			index(b.Low)
+			index(b.Close)
+		}
+	}
+	e.Uint(uint64(len(order)))
+	for _, raw := range order {
+		e.String(raw)
+	}
+	for i, bs := range [][]FloorBucket{h.Hours, h.Days} {
+		width := int64(3600)
+		if i == 1 {
+			width = 86400
+		}
+		e.Uint(uint64(len(bs)))
+		for j, b := range bs {
+			if j == 0 {
+				e.Int(b.Start / width)
+			} else {
+				e.Uint(uint64((b.Start - bs[j-1].Start) / width))
+			}
+			if b.Open == b.High && b.Open == b.Low && b.Open == b.Close {
+				e.Flag(false)
+				e.Uint(dict[b.Open])
+				continue
+			}
+			e.Flag(true)
+			e.Uint(dict[b.Open])
+			e.Uint(dict[b.High])
+			e.Uint(dict[b.Low])
+			e.Uint(dict[b.Close])
+		}
+	}
+	return e.B
+}
+
+func decodeFloorHistory(v []byte) (*FloorHistory, error) {
+	d := NewRecordReader(v)
+	n := d.Uint()
+	if d.Bad() || n > uint64(d.Left()) {
+		return nil, ErrCorruptRecord
+	}
+	dict := make([]string, n)
+	for i := range dict {
+		dict[i] = d.String()
+	}
+	price := func() string {
+		i := d.Uint()
+		if i >= uint64(len(dict)) {
+			d.Fail()
+			return ""
+		}
+		return dict[i]
+	}
+	h := &FloorHistory{}
+	for i, bs := range []*[]FloorBucket{&h.Hours, &h.Days} {
+		width := int64(3600)
+		if i == 1 {
+			width = 86400
+		}
+		n := d.Uint()
+		if d.Bad() || n > uint64(d.Left()) {
+			return nil, ErrCorruptRecord
+		}
+		out := make([]FloorBucket, 0, n)
+		var start int64
+		for j := uint64(0); j < n && !d.Bad(); j++ {
+			if j == 0 {
+				start = d.Int() * width
+			} else {
+				start += int64(d.Uint()) * width
+			}
+			b := FloorBucket{Start: start}
+			if d.Flag() {
+				b.Open, b.High, b.Low, b.Close = price(), price(), price(), price()
+			} else {
+				b.Open = price()
+				b.High, b.Low, b.Close = b.Open, b.Open, b.Open
+			}
+			out = append(out, b)
+		}
+		*bs = out
+	}
+	if err := d.Err(); err != nil {
+		return nil, err
+	}
+	return h, nil
 }
 
 // Observe records that the floor was raw at at, and reports whether the

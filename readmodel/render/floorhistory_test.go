@@ -80,3 +80,40 @@ func TestFloorHistoryJSON(t *testing.T) {
 	assert.Nil(t, p.Close.USD)
 	assert.Nil(t, got.Data.Points[2].High)
 }
+
+func TestFloorHistoryRecord(t *testing.T) {
+	at := time.Date(2026, 11, 22, 10, 5, 0, 0, time.UTC)
+	steady, moving := &FloorHistory{}, &FloorHistory{}
+	for i := 0; i < FloorHoursKept; i++ {
+		steady.Observe(at.Add(time.Duration(i)*time.Hour), "1250000000000000000")
+		moving.Observe(at.Add(time.Duration(i)*time.Hour), "1250000000000000000")
+		moving.Observe(at.Add(time.Duration(i)*time.Hour+time.Minute), "1300000000000000000")
+	}
+	tests := []struct {
+		name string
+		h    *FloorHistory
+		max  int // bytes the record may take (the store adds its 8-byte version)
+	}{
+		{name: "empty", h: &FloorHistory{}, max: 4},
+		{name: "a week of a steady floor: about 3 bytes an interval", h: steady, max: 20 + 3*(FloorHoursKept+8) + 8},
+		{name: "a week of a floor that moves every hour", h: moving, max: 40 + 6*(FloorHoursKept+8) + 8},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := FloorHistoryView.Encode(tc.h)
+			assert.LessOrEqual(t, len(b), tc.max)
+			rec, _, err := FloorHistoryView.Decode(b)
+			require.NoError(t, err)
+			got := rec.(*FloorHistory)
+			assert.Equal(t, len(tc.h.Hours), len(got.Hours))
+			if len(tc.h.Hours) > 0 {
+				assert.Equal(t, tc.h.Hours, got.Hours)
+				assert.Equal(t, tc.h.Days, got.Days)
+			}
+			for cut := 0; cut < len(b); cut++ {
+				_, _, err := FloorHistoryView.Decode(b[:cut])
+				assert.Error(t, err, "cut at %d", cut)
+			}
+		})
+	}
+}

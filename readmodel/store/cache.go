@@ -123,10 +123,8 @@ func sizeOf(v any) int64 {
 		n = int64(len(x.ID) + len(x.Detail))
 	case render.FloorView:
 		n = int64(len(x.Body.Head) + len(x.Body.Tail) + len(x.Fallback.Head) + len(x.Fallback.Tail))
-	case render.FloorHistoryView:
-		if x.History != nil {
-			n = int64(len(x.History.Hours)+len(x.History.Days)) * 96
-		}
+	case render.ViewValue:
+		n = x.Size
 	case cachedToken:
 		n = int64(len(x.view.Body.Head) + len(x.view.Body.Tail))
 	case *natives:

@@ -17,7 +17,9 @@ import (
 //	o/…  superseded listing snapshots, expiring (node-local)
 //	m/…  node-local bookkeeping: applied positions, version counter, jobs
 //	e/…  the change feeds, node-local history (events.go, market.go)
-//	h/…  other node-local history: the floor history (floorhistory.go)
+//	h/…  other node-local history: view modules' records (module.go; the
+//	     floor history is h/f/, render/floorhistory.go)
+//	v/m/… view modules' records that a replay rebuilds (module.go)
 //
 // Variable-length ids inside keys are length-prefixed (uvarint), so no id
 // content can make one key a prefix of another's family.
@@ -33,8 +35,6 @@ var (
 	pSale       = []byte("v/s/")
 
 	pOldListings = []byte("o/l/")
-
-	pFloorHistory = []byte("h/f/")
 
 	pMarket     = []byte("e/m/") // the market's change feed: its blocks (market.go)
 	kMarketHead = []byte("e/n")  // and its head

@@ -417,7 +417,8 @@ func (t *Tx) Collections(after string, limit int) ([]string, error) {
 
 // Each view's record, write and read are in a file of its own: floor.go,
 // collection.go, alias.go, browse.go, listings.go, sales.go, deadline.go,
-// floorhistory.go, events.go (the change feed) and tokens.go (tokens).
+// events.go (the change feed) and tokens.go (tokens); view modules'
+// records are module.go's.
 
 // committed reports whether any key starting with p was committed before
 // this transaction, with one seek on a read-only snapshot.
