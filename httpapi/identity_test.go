@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"maps"
 	"net/http"
 	"net/url"
 	"strings"
@@ -62,6 +63,7 @@ var pageRoutes = map[string]bool{
 // (keyed by the request target and the views' version, bounded by the
 // clock's times). A cached route without cases fails it.
 func TestRouteIdentity(t *testing.T) {
+	mustRegisterCounted(t) // a view module served as it is: its route gets the cases every such route gets
 	const (
 		detail   = "/v1/collections/" + testID
 		bySlug   = "/v1/collections/" + testSlug
@@ -118,6 +120,11 @@ func TestRouteIdentity(t *testing.T) {
 		r.sales[otherID] = r.sales[testID]
 		r.aliases[testSlug] = otherID
 		r.addEvents(otherID, 60)
+		for k, v := range maps.Clone(r.views) {
+			if name, ok := strings.CutSuffix(k, "|"+testID); ok {
+				r.views[name+"|"+otherID] = v
+			}
+		}
 	})
 	// observed gives testID a floor history: one hour observed.
 	observed := func(h *harness) {
@@ -377,6 +384,25 @@ func TestRouteIdentity(t *testing.T) {
 			}},
 	}
 
+	// The routes of view modules served as they are (httpapi/views.go)
+	// share one handler, so one identity: the canonical id and the
+	// record's version.
+	for _, m := range render.Views() {
+		if m.Path() == "" {
+			continue
+		}
+		key := m.Name() + "|" + testID
+		has := func(h *harness) { h.r.views[key] = render.ViewValue{Version: 3} }
+		path := "/v1/collections/" + testID + strings.TrimPrefix(m.Path(), "/v1/collections/:id")
+		cases = append(cases,
+			identityCase{name: m.Name() + ": canonical id", route: m.Path(), setup: has, path: at(strings.Replace(path, testID, testSlug, 1)), change: repoint},
+			identityCase{name: m.Name() + ": record version", route: m.Path(), setup: has, path: at(path), change: commit(func(r *fakeReader) {
+				v := r.views[key]
+				v.Version++
+				r.views[key] = v
+			})},
+		)
+	}
 	covered := map[string]bool{}
 	for _, tc := range cases {
 		covered[tc.route] = true

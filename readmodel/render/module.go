@@ -79,7 +79,7 @@ type ViewSpec[T any] struct {
 	Size func(rec *T) int64
 
 	// Path, when set, serves the module as it is at this route pattern
-	// (Fiber's syntax with :id, e.g. "/v1/collections/:id/floor/x"):
+	// under "/v1/collections/:id/" (Fiber's syntax):
 	// {"data": Body(...)}, its ETag from the record's version, in the
 	// item rate bucket, cached MaxAge seconds at the edge; Summary is its
 	// line in the API index. A module with parameters has a handler of
@@ -172,6 +172,9 @@ var (
 func RegisterView[T any](s ViewSpec[T]) *View[T] {
 	if s.Name == "" || s.Parts == 0 || s.Derive == nil || s.Encode == nil || s.Decode == nil || (s.Path != "" && s.Body == nil) {
 		panic(fmt.Sprintf("render: view module %q lacks a required field", s.Name))
+	}
+	if s.Path != "" && !strings.HasPrefix(s.Path, "/v1/collections/:id/") {
+		panic(fmt.Sprintf("render: view module %q: its path %q is not under /v1/collections/:id/", s.Name, s.Path))
 	}
 	if !validFamily(s.Family) {
 		panic(fmt.Sprintf("render: view module %q: family %q is not h/<x>/ or v/m/<x>/", s.Name, s.Family))
