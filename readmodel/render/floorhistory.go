@@ -123,7 +123,7 @@ func encodeFloorHistory(h *FloorHistory) []byte {
 	}
 	e.Uint(uint64(len(order)))
 	for _, raw := range order {
-		e.String(raw)
+		e.Str(raw)
 	}
 	for i, bs := range [][]FloorBucket{h.Hours, h.Days} {
 		width := int64(3600)
@@ -160,7 +160,7 @@ func decodeFloorHistory(v []byte) (*FloorHistory, error) {
 	}
 	dict := make([]string, n)
 	for i := range dict {
-		dict[i] = d.String()
+		dict[i] = d.Str()
 	}
 	price := func() string {
 		i := d.Uint()

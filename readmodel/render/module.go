@@ -127,6 +127,9 @@ func (m *View[T]) Record(v ViewValue) *T {
 	return r
 }
 
+// Name, Family, Parts, Path, Summary and MaxAge are the spec's fields;
+// Derive, Encode, Decode and Body its functions on a record of any type
+// (ViewModule's).
 func (m *View[T]) Name() string    { return m.spec.Name }
 func (m *View[T]) Family() string  { return m.spec.Family }
 func (m *View[T]) Parts() Part     { return m.spec.Parts }
@@ -240,12 +243,13 @@ func LookupView(name string) (ViewModule, bool) {
 }
 
 // RecordWriter appends a module's record: uvarints, varints, strings
-// (length first) and flags (one byte, 0 or 1).
+// (Str: length first) and flags (one byte, 0 or 1).
 type RecordWriter struct{ B []byte }
 
+// Uint, Int, Str and Flag append one value each.
 func (w *RecordWriter) Uint(v uint64) { w.B = binary.AppendUvarint(w.B, v) }
 func (w *RecordWriter) Int(v int64)   { w.B = binary.AppendVarint(w.B, v) }
-func (w *RecordWriter) String(s string) {
+func (w *RecordWriter) Str(s string) {
 	w.Uint(uint64(len(s)))
 	w.B = append(w.B, s...)
 }
@@ -288,6 +292,7 @@ func (r *RecordReader) Err() error {
 // Bad reports whether a read failed.
 func (r *RecordReader) Bad() bool { return r.bad }
 
+// Uint, Int and Str read one value each (zero when it fails).
 func (r *RecordReader) Uint() uint64 {
 	v, n := binary.Uvarint(r.b)
 	if n <= 0 {
@@ -308,7 +313,7 @@ func (r *RecordReader) Int() int64 {
 	return v
 }
 
-func (r *RecordReader) String() string {
+func (r *RecordReader) Str() string {
 	n := r.Uint()
 	if r.bad || n > uint64(len(r.b)) {
 		r.Fail()
