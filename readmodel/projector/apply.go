@@ -476,7 +476,7 @@ func (a *applier) renderNow(cid string, parts int) error {
 	if err != nil {
 		return err
 	}
-	a.rendered = render.Rendered{ID: cid, At: a.now, Parts: moduleParts(parts), Doc: doc}
+	a.rendered = render.Rendered{ID: cid, At: a.now, Parts: moduleParts(parts, doc != nil), Doc: doc}
 	if doc != nil && parts&(partDetail|partBrowse) != 0 {
 		if err := a.renderCollection(cid, doc, parts); err != nil {
 			return err

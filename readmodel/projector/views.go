@@ -23,10 +23,11 @@ func (a *applier) deriveViews(r *render.Rendered) error {
 	return nil
 }
 
-// moduleParts is the view module parts (render.Part) of a render's parts.
-func moduleParts(parts int) render.Part {
+// moduleParts is the view module parts (render.Part) of a render's parts
+// (the detail is not rendered without a document).
+func moduleParts(parts int, hasDoc bool) render.Part {
 	var p render.Part
-	if parts&(partDetail|partBrowse) != 0 {
+	if hasDoc && parts&(partDetail|partBrowse) != 0 {
 		p |= render.PartDetail
 	}
 	if parts&partListings != 0 {
