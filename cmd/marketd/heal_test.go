@@ -119,9 +119,15 @@ func TestViewsDamagedWhileServingHeal(t *testing.T) {
 	dir := t.TempDir()
 	m := MustRunMain(t, "--data-dir", dir, "--sim-seed", e2eSeed, "--sim-collections", "12", "--sim-tokens", "10",
 		"--sim-anchor", "2026-11-01T00:00:00Z", "--cursor-key", testCursorKey)
+	// A collection's listing snapshot: larger than the value threshold
+	// (the value log holds it), not read before the damage (no cache
+	// holds it), and on a route where SPEC allows a 502.
+	list := get(t, m.API+"/v1/collections?limit=1")
+	require.Equal(t, 200, list.Status, "%s", list.Body)
+	listings := m.API + "/v1/collections/" + obj(arr(list.JSON["data"])[0])["id"].(string) + "/listings"
 	garbleWritten(t, node.ViewsDir(dir))
 
-	r, err := http.Get(m.API + "/v1/collections")
+	r, err := http.Get(listings)
 	require.NoError(t, err)
 	r.Body.Close()
 	assert.Equal(t, 502, r.StatusCode, "a damaged read answers SPEC's 502, not bytes it cannot vouch for")
@@ -132,7 +138,7 @@ func TestViewsDamagedWhileServingHeal(t *testing.T) {
 		assert.Equal(t, 1, n, reason)
 		assert.Contains(t, []string{"read", "decode"}, reason, "found on a read")
 	}
-	r, err = http.Get(m.API + "/v1/collections")
+	r, err = http.Get(listings)
 	require.NoError(t, err)
 	r.Body.Close()
 	assert.Equal(t, 200, r.StatusCode, "serving again")

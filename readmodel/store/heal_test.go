@@ -35,7 +35,7 @@ func TestDamagedFilesAreSaidNotFatal(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, s.Update(ctx, func(tx *Tx) error {
 				for i, st := range streams { // IDs past the value threshold: values in the value log
-					tx.SetPosition(st, StreamPos{Seq: uint64(i + 1), ID: strings.Repeat(st, 40)})
+					tx.SetPosition(st, StreamPos{Seq: uint64(i + 1), ID: longID(st)})
 				}
 				return nil
 			}))
@@ -54,7 +54,7 @@ func TestDamagedFilesAreSaidNotFatal(t *testing.T) {
 					pos, err = s.Positions(ctx, streams...)
 					if err == nil {
 						for i, p := range pos {
-							require.Equal(t, StreamPos{Seq: uint64(i + 1), ID: strings.Repeat(streams[i], 40)}, p, "a read that succeeds answers what was stored")
+							require.Equal(t, StreamPos{Seq: uint64(i + 1), ID: longID(streams[i])}, p, "a read that succeeds answers what was stored")
 						}
 					}
 				}
@@ -68,6 +68,10 @@ func TestDamagedFilesAreSaidNotFatal(t *testing.T) {
 		})
 	}
 }
+
+// longID is an id that puts its position's value past valueThreshold, in
+// the value log.
+func longID(s string) string { return strings.Repeat(s, valueThreshold/len(s)+1) }
 
 // TestOrphanTableIsNotDamage: a table file the MANIFEST does not name (a
 // flush cut short by a kill: created at its size, still zeros) is not

@@ -211,13 +211,19 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		WithNumMemtables(2).
 		WithNumLevelZeroTables(opts.LevelZeroTables).
 		WithValueLogFileSize(opts.ValueLogFileSize).
-		// Nearly every value (views, inputs) lives in the value log; the
-		// LSM tree holds keys and value pointers. Compaction then moves
-		// little data: at 10,000 collections × 100 tokens a replay took
-		// 85 s and 123 CPU-s instead of 264 s and 480 CPU-s with a 1 KiB
-		// threshold, where compaction and its msyncs were half the CPU.
-		// The garbage rewrites leave in the log is collected by gcLoop.
-		WithValueThreshold(64).
+		// The views and inputs, rewritten every cycle, live in the value
+		// log; the LSM tree holds their keys and value pointers, so
+		// compaction moves little data: at 10,000 collections × 100
+		// tokens a replay took 85 s and 123 CPU-s instead of 264 s and
+		// 480 CPU-s with a 1 KiB threshold, where compaction and its
+		// msyncs were half the CPU. The garbage rewrites leave in the log
+		// is collected by gcLoop. Values under valueThreshold stay in the
+		// tree: most sales (kept to their start, never rewritten), their
+		// browse entries' and aliases' kin. Sales mixed into value-log
+		// files with views kept every file partly live, so the log grew
+		// by up to 1/(1-gcRatio) of what the sales history added; in
+		// the tree a sale costs its bytes once.
+		WithValueThreshold(valueThreshold).
 		// Fewer, larger levels and tables. With Badger's 10 MiB base level
 		// the 2.2 GiB tree of 100,000 collections x 100 tokens had four
 		// levels below L0, so every flush cascaded through three merges
@@ -286,6 +292,10 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	go s.gcLoop()
 	return s, nil
 }
+
+// valueThreshold is the size from which a value goes to the value log
+// rather than the LSM tree (see Open's options).
+const valueThreshold = 256
 
 // gcLoop reclaims value-log space every GCInterval: views are rewritten
 // every cycle, so without it the value log grows without bound. Each
