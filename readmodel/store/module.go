@@ -66,12 +66,16 @@ func (s *Store) ReadView(ctx context.Context, name, id string) (render.ViewValue
 	if !ok {
 		return render.ViewValue{}, readmodel.Errorf(readmodel.Internal, "no view module %q", name)
 	}
-	k := string(moduleKey(m, id))
-	c, gen, ok := s.cache.get(k)
+	// A hit, as for the other views, allocates no key: the lookup reads
+	// it from the stack.
+	var kb [viewKeyBuf]byte
+	kk := append(append(kb[:0], m.Family()...), id...)
+	c, gen, ok := s.cache.getBytes(kk)
 	if ok {
 		return c.(render.ViewValue), nil
 	}
-	b, ok, err := s.get([]byte(k))
+	k := string(kk)
+	b, ok, err := s.get([]byte(k)) // not kk: it would escape, and the buffer with it
 	if err != nil || !ok {
 		return render.ViewValue{}, err
 	}
