@@ -41,7 +41,6 @@ func WriteMemory(ctx context.Context, dir string, src *Store, opts Options, bopt
 	if err := ctx.Err(); err != nil {
 		return info, err
 	}
-	opts.streamTables = true
 	s, sw, err := openStreamed(ctx, dir, opts, "write memory store")
 	if err != nil {
 		return info, err
