@@ -233,9 +233,9 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		// to 8 + 5 of them at once per compaction, and Badger keeps up
 		// to eight finished builders for reuse as long as compactions
 		// keep asking for them: with 8 MiB tables doubling per level
-		// below the base, a 5,000-collection soak's pool grew to
-		// 8 x 16 MiB within 30 minutes (half its heap's growth), and
-		// the large node's builders took 112-160 MB of its live heap.
+		// below the base, a 5,000-collection soak's pool grew from
+		// nothing to 8 x 16 MiB within 30 minutes, and the large
+		// node's builders took 112-160 MB of its live heap.
 		WithBaseTableSize(4 << 20).
 		WithNumCompactors(2).
 		WithBlockCacheSize(32 << 20).
