@@ -226,8 +226,10 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		// before the last level, and each 2 MiB table cost a 3 MiB index
 		// builder. With this base level and 8 MiB tables a one-step
 		// cycle there took 268 CPU-s instead of 335 (180 s wall instead
-		// of 220), compaction 13% of its CPU instead of 19%; the 4 MiB
-		// tables below are not measured at that size yet.
+		// of 220), compaction 13% of its CPU instead of 19%. With the
+		// 4 MiB tables below the bench's one-step cycle at that size
+		// took 348 CPU-s against 314 with 8 MiB ones (runs on different
+		// days of a shared machine: no difference beyond their spread).
 		WithBaseLevelSize(256 << 20).
 		// Tables of 4 MiB at every level. Each table a compaction
 		// writes holds a builder of twice its size from the start, up
