@@ -106,8 +106,8 @@ type Config struct {
 
 	// MemoryLimit is the Go runtime's soft memory limit in bytes:
 	// MemoryLimitAuto (the default) gives it half of the memory cgroup's
-	// limit while a node builds its views and a third once it is ready,
-	// when the process runs in one and GOMEMLIMIT is unset,
+	// limit while a node builds its views or runs an ingest cycle and a
+	// third otherwise, when the process runs in one and GOMEMLIMIT is unset,
 	// MemoryLimitOff leaves the runtime alone.
 	MemoryLimit int64
 	// GoMemLimit is GOMEMLIMIT as the Go runtime read it at start ("" when
@@ -321,7 +321,7 @@ func (c *Config) settings() []setting {
 	add("snapshot-every", "publish the tier's views snapshot when the newest is older than this (0: never from this node)", s, g)
 	s, g = str(&c.Join)
 	add("join", "how a node with an empty view store starts: snapshot (the tier's views snapshot, then the streams after it) or replay (the streams from their start)", s, g)
-	add("memory-limit", "the Go runtime's soft memory limit: auto (half of the memory cgroup's limit while a node builds its views, a third once it is ready, unless GOMEMLIMIT is set), off, or a size such as 1GiB or 1536MiB",
+	add("memory-limit", "the Go runtime's soft memory limit: auto (half of the memory cgroup's limit while a node builds its views or runs an ingest cycle, a third otherwise, unless GOMEMLIMIT is set), off, or a size such as 1GiB or 1536MiB",
 		func(v string) error {
 			n, err := ParseMemoryLimit(v)
 			if err != nil {

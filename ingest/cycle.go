@@ -40,6 +40,9 @@ type cycle struct {
 func (in *Ingest) run(ctx context.Context, set map[readmodel.Source]bool) (Summary, error) {
 	in.cycleMu.Lock()
 	defer in.cycleMu.Unlock()
+	if in.cfg.Busy != nil {
+		defer in.cfg.Busy()()
+	}
 	start := in.now().UTC()
 	// Message IDs must differ between cycles even under a frozen clock, or
 	// the bus would drop a later cycle's messages as duplicates.

@@ -103,10 +103,8 @@ type Config struct {
 	HTTPClient *http.Client
 	// PageLimit is the rows asked per upstream page; 0 = DefaultPageLimit.
 	PageLimit int
-	// OnCycle, when set, is called with the summary of every cycle that
-	// completed (scheduled or RunCycle), e.g. for metrics. It must not
-	// modify the summary.
-	OnCycle func(Summary)
+	// Hooks tell the process of its cycles.
+	Hooks
 	// Lease, when set, lets this process poll only while it holds the
 	// lease (several ingest processes, one active; see Lease).
 	Lease Lease
@@ -119,15 +117,28 @@ type Config struct {
 	// sales cursor) on the bus for the next process or lease holder
 	// (resume.go).
 	Marks MarkStore
-	// Yield, when set, is called before each unit (a collection's rows)
-	// is built and published, so that the process's reads can go first
-	// (cmd/marketd passes a pace.Gate's). It may sleep briefly.
-	Yield func()
 
 	// pollers, when set, replaces the registered pollers (upstreams) of
 	// the sources it names; the others keep theirs. Only tests set it
 	// (export_test.go), to run a poller of their own through the cycle.
 	pollers map[readmodel.Source]func(c *source.Client) []Poller
+}
+
+// Hooks are what a process running ingest learns of its cycles, each
+// optional.
+type Hooks struct {
+	// OnCycle, when set, is called with the summary of every cycle that
+	// completed (scheduled or RunCycle), e.g. for metrics. It must not
+	// modify the summary.
+	OnCycle func(Summary)
+	// Yield, when set, is called before each unit (a collection's rows)
+	// is built and published, so that the process's reads can go first
+	// (cmd/marketd passes a pace.Gate's). It may sleep briefly.
+	Yield func()
+	// Busy, when set, is called as a cycle starts, and the call it returns as the
+	// cycle ends (cmd/marketd passes the node's memory budget: a cycle's
+	// heap gets the larger share).
+	Busy func() (done func())
 }
 
 // Ingest runs ingest cycles. RunCycle, Open, Close and Stats are safe for

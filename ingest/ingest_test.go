@@ -109,9 +109,15 @@ func MustEnv(t *testing.T, override func(sim http.Handler) http.Handler) *env {
 // timeout fault holds a request until the client gives up).
 func MustEnvTimeout(t *testing.T, override func(sim http.Handler) http.Handler, analytics time.Duration) *env {
 	t.Helper()
+	return mustEnvHooks(t, override, analytics, ingest.Hooks{})
+}
+
+// mustEnvHooks is MustEnvTimeout with ingest's hooks set.
+func mustEnvHooks(t *testing.T, override func(sim http.Handler) http.Handler, analytics time.Duration, hooks ingest.Hooks) *env {
+	t.Helper()
 	s, url := mustSimServer(t, override)
 	e := &env{sim: s, url: url, pub: &fakePub{}, now: anchor.Add(10 * time.Second), edge: s.EdgeCases()}
-	cfg := ingest.Config{Sources: map[readmodel.Source]ingest.SourceConfig{}, Now: e.clock, PageLimit: 300}
+	cfg := ingest.Config{Sources: map[readmodel.Source]ingest.SourceConfig{}, Now: e.clock, PageLimit: 300, Hooks: hooks}
 	for _, src := range readmodel.Sources {
 		cfg.Sources[src] = ingest.SourceConfig{BaseURL: url + "/" + string(src), Timeout: 30 * time.Second}
 	}
@@ -546,6 +552,56 @@ func TestConcurrentCyclesSerialize(t *testing.T) {
 			prev = p
 		}
 	}
+}
+
+// TestBusyHeldThroughEachCycle: Hooks.Busy is called as each cycle starts
+// and its call returned as the cycle ends, a cycle that fails included, so
+// that every unit of a cycle is built and published while it is held (a
+// node holds its larger memory share so).
+func TestBusyHeldThroughEachCycle(t *testing.T) {
+	var mu sync.Mutex
+	var held, starts, ends, unitsHeld, unitsNot int
+	hooks := ingest.Hooks{
+		Busy: func() func() {
+			mu.Lock()
+			defer mu.Unlock()
+			held++
+			starts++
+			return func() {
+				mu.Lock()
+				defer mu.Unlock()
+				held--
+				ends++
+			}
+		},
+		Yield: func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if held == 1 {
+				unitsHeld++
+			} else {
+				unitsNot++
+			}
+		},
+	}
+	e := mustEnvHooks(t, nil, 30*time.Second, hooks)
+	for range 2 {
+		e.sim.Tick()
+		_, err := e.in.RunCycle(context.Background())
+		require.NoError(t, err)
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := e.in.RunCycle(cancelled)
+	require.Error(t, err)
+
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, 3, starts, "one call a cycle")
+	assert.Equal(t, 3, ends, "each returned call made once the cycle ended, the failed one too")
+	assert.Zero(t, held)
+	assert.Positive(t, unitsHeld, "units built while held")
+	assert.Zero(t, unitsNot, "units built while not held")
 }
 
 func TestOpenDoesNotRunACycle(t *testing.T) {

@@ -39,6 +39,8 @@ type FeedOptions struct {
 	// once its views applied it, and ingest gives way to its reads. nil on
 	// a node without views (`ingest`).
 	Serving *Serving
+	// Memory, when set, is held while each cycle runs (Memory.Hold).
+	Memory *Memory
 }
 
 // Admin deadlines of POST /admin/ingest (cycleDeadline).
@@ -67,7 +69,12 @@ func OpenFeed(ctx context.Context, n *Node, js jetstream.JetStream, cfg config.C
 	if opts.Serving != nil {
 		yield = opts.Serving.Yield
 	}
-	in, err := NewIngest(cfg, js, lease, log, func(sum ingest.Summary) { observeCycle(pollDuration, sum) }, yield)
+	var busy func() func()
+	if opts.Memory != nil {
+		busy = func() func() { return opts.Memory.Hold("an ingest cycle runs") }
+	}
+	in, err := NewIngest(cfg, js, lease, log, ingest.Hooks{
+		OnCycle: func(sum ingest.Summary) { observeCycle(pollDuration, sum) }, Yield: yield, Busy: busy})
 	if err != nil {
 		return nil, err
 	}
@@ -81,9 +88,8 @@ func OpenFeed(ctx context.Context, n *Node, js jetstream.JetStream, cfg config.C
 
 // NewIngest builds ingest over cfg's sources, publishing to js through
 // bus, reading the state stream back and keeping the polls' resume
-// points on the bus; lease is nil or the lease it polls under, onCycle
-// and yield are ingest.Config's.
-func NewIngest(cfg config.Config, js jetstream.JetStream, lease ingest.Lease, log zerolog.Logger, onCycle func(ingest.Summary), yield func()) (*ingest.Ingest, error) {
+// points on the bus; lease is nil or the lease it polls under.
+func NewIngest(cfg config.Config, js jetstream.JetStream, lease ingest.Lease, log zerolog.Logger, hooks ingest.Hooks) (*ingest.Ingest, error) {
 	srcs := map[readmodel.Source]ingest.SourceConfig{}
 	for name, s := range cfg.Sources {
 		src, ok := readmodel.ParseSource(name)
@@ -96,7 +102,7 @@ func NewIngest(cfg config.Config, js jetstream.JetStream, lease ingest.Lease, lo
 		srcs[src] = ingest.SourceConfig{BaseURL: s.BaseURL, Interval: s.Interval, Timeout: s.Timeout}
 	}
 	state := bus.NewState(js, cfg.StreamReplicas)
-	icfg := ingest.Config{Sources: srcs, OnCycle: onCycle, Yield: yield, State: state, Marks: state, Lease: lease}
+	icfg := ingest.Config{Sources: srcs, Hooks: hooks, State: state, Marks: state, Lease: lease}
 	return ingest.New(icfg, bus.NewPublisher(js), log.With().Str("part", "ingest").Logger())
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/marketd/marketd/config"
+	"github.com/marketd/marketd/ingest"
 	"github.com/marketd/marketd/ingest/sim"
 	"github.com/marketd/marketd/readmodel/bus/bustest"
 	"github.com/rs/zerolog"
@@ -33,7 +34,7 @@ func TestStartupCycleOutlivesTheAdminDeadline(t *testing.T) {
 	for _, name := range config.SourceNames {
 		cfg.Sources[name] = config.Source{BaseURL: srv.URL + "/" + name, Interval: time.Hour, Timeout: 30 * time.Second}
 	}
-	in, err := NewIngest(cfg, js, nil, zerolog.Nop(), nil, nil)
+	in, err := NewIngest(cfg, js, nil, zerolog.Nop(), ingest.Hooks{})
 	require.NoError(t, err)
 	require.NoError(t, in.Open(ctx))
 	t.Cleanup(func() { assert.NoError(t, in.Close(context.Background())) })

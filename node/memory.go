@@ -2,6 +2,7 @@ package node
 
 import (
 	"runtime/debug"
+	"sync"
 
 	"github.com/marketd/marketd/config"
 	"github.com/marketd/marketd/internal/memlimit"
@@ -23,7 +24,8 @@ type memoryBudget struct {
 //
 // Auto gives the runtime a third of the cgroup's limit while the node
 // serves (the rest is the page cache of Badger's mapped files, which reads
-// need) and half while it builds its views, when nothing is read yet. At
+// need) and half while it builds its views, when nothing is read yet, or
+// runs an ingest cycle (Memory). At
 // 100,000 collections the live heap of a first cycle is about 740 MB (a
 // third of it the embedded NATS server's subject index and dedupe window):
 // under a 1 GiB limit the collector ran more than once a second and took
@@ -47,7 +49,7 @@ func memoryLimit(cfg config.Config, root string) (memoryBudget, error) {
 	return memoryBudget{
 		Build: cg.Limit / memlimit.BuildShare,
 		Serve: cg.Limit / memlimit.Share,
-		From:  "the memory cgroup's limit (" + cg.Dir + "): a half while building the views, a third while serving",
+		From:  "the memory cgroup's limit (" + cg.Dir + "): a half while building the views or running an ingest cycle, a third otherwise",
 	}, nil
 }
 
@@ -65,22 +67,67 @@ func SetMemoryLimit(cfg config.Config, log zerolog.Logger) {
 	log.Info().Int64("go_memory_limit_bytes", debug.SetMemoryLimit(-1)).Str("from", b.From).Msg("memory limit")
 }
 
-// BuildingMemory raises the runtime's limit to the building share of
-// memoryLimit, for a node about to build its views, and returns the call
-// that lowers it to the serving share again once the node is ready (the
-// collector then frees down to it, and the runtime returns the pages). With
-// no building share of its own (an explicit limit, GOMEMLIMIT, no cgroup)
-// it changes nothing and returns a no-op. set is debug.SetMemoryLimit
-// outside tests.
-func BuildingMemory(cfg config.Config, root string, set func(int64) int64, log zerolog.Logger) (served func()) {
+// Memory is the Go runtime's soft memory limit over a node's phases: the
+// building share of memoryLimit while anything holds it (the views being
+// built until the node is first ready; an ingest cycle in progress), the
+// serving share otherwise. The collector frees down to the serving share
+// once the last holder lets go, and the runtime returns the pages. With no
+// building share of its own (an explicit limit, GOMEMLIMIT, no cgroup) it
+// changes nothing. Safe for concurrent use.
+//
+// An ingest cycle gets the building share because under the serving share
+// it is the collector's: at 100,000 collections x 100 tokens the live heap
+// of a step is about 960 MB, 540 MB of it the embedded NATS server's: its
+// subject index, and the 4 MB block buffers it loads to remove each
+// republished subject's previous message and holds only weakly, so that
+// each garbage collection makes it load them again. Under 1 GiB the
+// collector ran without pause: in two alternated pairs of one-tick steps
+// there, a step took 328 and 384 CPU-s with a third of the 3 GiB cgroup,
+// 217 and 282 with half (docs/performance-log.md, 2026-11-29 12:48).
+type Memory struct {
+	b   memoryBudget
+	set func(int64) int64
+	log zerolog.Logger
+
+	mu      sync.Mutex
+	holders int
+}
+
+// NewMemory returns the memory budget of cfg for a node whose memory
+// cgroup is found under root ("/" outside tests); set is
+// debug.SetMemoryLimit outside tests. It sets nothing until held.
+func NewMemory(cfg config.Config, root string, set func(int64) int64, log zerolog.Logger) *Memory {
 	b, err := memoryLimit(cfg, root)
 	if err != nil || b.Build <= b.Serve {
+		b = memoryBudget{}
+	}
+	return &Memory{b: b, set: set, log: log}
+}
+
+// Hold raises the limit to the building share for what (a phase, named in
+// the debug log) until the returned call, which may be called more than
+// once; the serving share comes back when the last holder lets go.
+func (m *Memory) Hold(what string) (release func()) {
+	if m == nil || m.b.Build == 0 {
 		return func() {}
 	}
-	set(b.Build)
-	log.Info().Int64("go_memory_limit_bytes", b.Build).Msg("memory limit while the views are built")
+	m.mu.Lock()
+	m.holders++
+	if m.holders == 1 {
+		m.set(m.b.Build)
+		m.log.Debug().Int64("go_memory_limit_bytes", m.b.Build).Str("while", what).Msg("memory limit raised")
+	}
+	m.mu.Unlock()
+	var once sync.Once
 	return func() {
-		set(b.Serve)
-		log.Info().Int64("go_memory_limit_bytes", b.Serve).Msg("memory limit while serving")
+		once.Do(func() {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			m.holders--
+			if m.holders == 0 {
+				m.set(m.b.Serve)
+				m.log.Debug().Int64("go_memory_limit_bytes", m.b.Serve).Str("after", what).Msg("memory limit back to the serving share")
+			}
+		})
 	}
 }

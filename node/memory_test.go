@@ -43,17 +43,19 @@ func TestMemoryLimit(t *testing.T) {
 	}
 }
 
-// TestBuildingMemory: auto raises the limit to the building share until
-// the node is ready, then lowers it to the serving share; a limit of the
-// operator's own stays as it is throughout.
-func TestBuildingMemory(t *testing.T) {
+// TestMemoryHold: auto raises the limit to the building share while
+// anything holds it (the views being built, an ingest cycle) and lowers it
+// to the serving share when the last holder lets go, whatever the order; a
+// limit of the operator's own stays as it is throughout.
+func TestMemoryHold(t *testing.T) {
 	cgroupRoot := mustCgroupRoot(t)
+	const build, serve = 1536 << 20, 1 << 30
 	tests := []struct {
 		name string
 		args []string
-		want []int64 // the limits set, in order
+		want []int64 // the limits set, in order, by the steps below
 	}{
-		{"auto: half to build, a third once ready", nil, []int64{1536 << 20, 1 << 30}},
+		{"auto: half while held, a third once let go", nil, []int64{build, serve, build, serve}},
 		{"an explicit size is left alone", []string{"--memory-limit", "1GiB"}, nil},
 		{"off is left alone", []string{"--memory-limit", "off"}, nil},
 	}
@@ -62,11 +64,14 @@ func TestBuildingMemory(t *testing.T) {
 			cfg, err := config.Load(tt.args, func(string) string { return "" }, nil)
 			require.NoError(t, err)
 			var set []int64
-			served := BuildingMemory(cfg, cgroupRoot, func(n int64) int64 { set = append(set, n); return n }, zerolog.Nop())
-			if len(tt.want) > 0 {
-				assert.Equal(t, tt.want[:1], set, "while building")
-			}
-			served()
+			m := NewMemory(cfg, cgroupRoot, func(n int64) int64 { set = append(set, n); return n }, zerolog.Nop())
+			built := m.Hold("the views are built")
+			cycle := m.Hold("an ingest cycle runs") // the first cycle, inside the build
+			built()
+			built() // a second call changes nothing
+			assert.Len(t, set, min(len(tt.want), 1), "still held by the cycle")
+			cycle()
+			m.Hold("an ingest cycle runs")()
 			assert.Equal(t, tt.want, set)
 		})
 	}

@@ -19,8 +19,10 @@ func runAll(ctx context.Context, cfg config.Config, log zerolog.Logger, _ io.Wri
 	return node.Run(log, func(n *node.Node) error {
 		reg := newRegistry()
 		// Until it is first ready a node with views builds them and
-		// serves no reads: its heap gets the larger share.
-		ready := node.NewReadiness(node.BuildingMemory(cfg, "/", debug.SetMemoryLimit, log))
+		// serves no reads: its heap gets the larger share, as it does
+		// while an ingest cycle runs.
+		mem := node.NewMemory(cfg, "/", debug.SetMemoryLimit, log)
+		ready := node.NewReadiness(mem.Hold("the views are built"))
 		embedded := cfg.NatsURL == ""
 		nc, js, err := node.OpenBus(ctx, n, cfg, embedded, log)
 		if err != nil {
@@ -47,7 +49,7 @@ func runAll(ctx context.Context, cfg config.Config, log zerolog.Logger, _ io.Wri
 		// On its embedded server the node runs alone; on --nats it
 		// takes part in the ingest lease like `marketd ingest`.
 		a := &allAdmin{ready: ready, Serving: srv, lease: node.BucketLease{JS: js}}
-		opts := node.FeedOptions{Registry: reg, Serving: srv}
+		opts := node.FeedOptions{Registry: reg, Serving: srv, Memory: mem}
 		if !embedded {
 			if opts.Lease, err = node.OpenLease(ctx, n, js, cfg, log); err != nil {
 				return err

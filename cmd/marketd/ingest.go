@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"runtime/debug"
 
 	"github.com/marketd/marketd/config"
 	"github.com/marketd/marketd/httpapi"
@@ -33,7 +34,9 @@ func runIngest(ctx context.Context, cfg config.Config, log zerolog.Logger, _ io.
 		}
 		ready.Require(node.BusReachable(nc), lease.NotReady)
 		ready.Until(node.Fixed("first ingest cycle not yet published"))
-		feed, err := node.OpenFeed(ctx, n, js, cfg, node.FeedOptions{Registry: reg, Lease: lease}, log)
+		// A cycle's heap gets the larger share (node.Memory).
+		mem := node.NewMemory(cfg, "/", debug.SetMemoryLimit, log)
+		feed, err := node.OpenFeed(ctx, n, js, cfg, node.FeedOptions{Registry: reg, Lease: lease, Memory: mem}, log)
 		if err != nil {
 			return err
 		}

@@ -24,7 +24,7 @@ func runServe(ctx context.Context, cfg config.Config, log zerolog.Logger, _ io.W
 		reg := newRegistry()
 		// Until it is first ready a node with views builds them and
 		// serves no reads: its heap gets the larger share.
-		ready := node.NewReadiness(node.BuildingMemory(cfg, "/", debug.SetMemoryLimit, log))
+		ready := node.NewReadiness(node.NewMemory(cfg, "/", debug.SetMemoryLimit, log).Hold("the views are built"))
 		nc, js, err := node.OpenBus(ctx, n, cfg, false, log)
 		if err != nil {
 			return err
