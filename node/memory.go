@@ -81,9 +81,10 @@ func SetMemoryLimit(cfg config.Config, log zerolog.Logger) {
 // subject index, and the 4 MB block buffers it loads to remove each
 // republished subject's previous message and holds only weakly, so that
 // each garbage collection makes it load them again. Under 1 GiB the
-// collector ran without pause: in two alternated pairs of one-tick steps
-// there, a step took 328 and 384 CPU-s with a third of the 3 GiB cgroup,
-// 217 and 282 with half (docs/performance-log.md, 2026-11-29 12:48).
+// collector ran without pause: in three alternated pairs of one-tick
+// steps there, a step took 328, 384 and over 349 CPU-s with a third of
+// the 3 GiB cgroup, 217, 282 and 203 with half (docs/performance-log.md,
+// 2026-11-29 12:48).
 type Memory struct {
 	b   memoryBudget
 	set func(int64) int64
