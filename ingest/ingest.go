@@ -135,9 +135,9 @@ type Hooks struct {
 	// is built and published, so that the process's reads can go first
 	// (cmd/marketd passes a pace.Gate's). It may sleep briefly.
 	Yield func()
-	// Busy, when set, is called as a cycle starts, and the call it returns as the
-	// cycle ends (cmd/marketd passes the node's memory budget: a cycle's
-	// heap gets the larger share).
+	// Busy, when set, is called as a cycle starts, and the call it
+	// returns as the cycle ends (cmd/marketd passes the node's memory
+	// budget: a cycle's heap gets the larger share).
 	Busy func() (done func())
 }
 

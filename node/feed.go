@@ -69,12 +69,10 @@ func OpenFeed(ctx context.Context, n *Node, js jetstream.JetStream, cfg config.C
 	if opts.Serving != nil {
 		yield = opts.Serving.Yield
 	}
-	var busy func() func()
-	if opts.Memory != nil {
-		busy = func() func() { return opts.Memory.Hold("an ingest cycle runs") }
-	}
 	in, err := NewIngest(cfg, js, lease, log, ingest.Hooks{
-		OnCycle: func(sum ingest.Summary) { observeCycle(pollDuration, sum) }, Yield: yield, Busy: busy})
+		OnCycle: func(sum ingest.Summary) { observeCycle(pollDuration, sum) }, Yield: yield,
+		// A nil Memory holds nothing (Memory.Hold).
+		Busy: func() func() { return opts.Memory.Hold("an ingest cycle runs") }})
 	if err != nil {
 		return nil, err
 	}

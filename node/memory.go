@@ -107,7 +107,8 @@ func NewMemory(cfg config.Config, root string, set func(int64) int64, log zerolo
 
 // Hold raises the limit to the building share for what (a phase, named in
 // the debug log) until the returned call, which may be called more than
-// once; the serving share comes back when the last holder lets go.
+// once; the serving share comes back when the last holder lets go. A nil
+// Memory holds nothing.
 func (m *Memory) Hold(what string) (release func()) {
 	if m == nil || m.b.Build == 0 {
 		return func() {}
