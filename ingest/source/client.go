@@ -161,11 +161,17 @@ func (c *Client) fail(err error) error {
 // made a sixteenth of the cycle's allocated bytes.
 var bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
+// releaseBody gives a page's body buffer back to bodyPool (a variable so
+// that a test can see when walk does it).
+var releaseBody = func(buf *bytes.Buffer) { bodyPool.Put(buf) }
+
 // walk fetches every page of a paged endpoint, decoding each with decode
 // and calling fn per page in order. While fn handles a page the next one
-// is already being fetched and decoded, so the two overlap. It stops at
-// the first error (from the upstream or from fn) and returns only when no
-// fetch is in flight.
+// is already being fetched and decoded, so the two overlap. A decoded page
+// may alias its body (DecodeLazyGrouped's raw rows): the body's buffer
+// serves another page only once fn has returned, so fn must not keep what
+// it was given. It stops at the first error (from the upstream or from
+// fn) and returns only when no fetch is in flight.
 func walk[P any](ctx context.Context, c *Client, path string, q url.Values, limit int,
 	decode func([]byte) (P, string, error), fn func(P) error) error {
 	if q == nil {
@@ -180,21 +186,18 @@ func walk[P any](ctx context.Context, c *Client, path string, q url.Values, limi
 		p    P
 		next string
 		err  error
+		buf  *bytes.Buffer // the body's, back to bodyPool once the page is handled
 	}
 	fetch := func(q url.Values) chan result {
 		ch := make(chan result, 1)
 		go func() {
-			var r result
-			buf := bodyPool.Get().(*bytes.Buffer)
-			body, err := c.getInto(ctx, path, q, buf)
+			r := result{buf: bodyPool.Get().(*bytes.Buffer)}
+			body, err := c.getInto(ctx, path, q, r.buf)
 			if err != nil {
 				r.err = err
 			} else if r.p, r.next, err = decode(body); err != nil {
 				r.err = c.fail(err)
 			}
-			// The decoders copy what they keep (strings, raw rows), so
-			// the body's buffer serves the next page.
-			bodyPool.Put(buf)
 			ch <- r
 		}()
 		return ch
@@ -203,6 +206,7 @@ func walk[P any](ctx context.Context, c *Client, path string, q url.Values, limi
 	for pages := 0; ; pages++ {
 		r := <-cur
 		if r.err != nil {
+			releaseBody(r.buf)
 			return r.err
 		}
 		var next chan result
@@ -218,10 +222,12 @@ func walk[P any](ctx context.Context, c *Client, path string, q url.Values, limi
 			q = q2
 			next = fetch(q2)
 		}
-		if err := fn(r.p); err != nil {
+		err := fn(r.p)
+		releaseBody(r.buf)
+		if err != nil {
 			if next != nil {
 				cancel()
-				<-next
+				releaseBody((<-next).buf)
 			}
 			return err
 		}
