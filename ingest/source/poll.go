@@ -111,7 +111,8 @@ type Unit struct {
 	// they are the bytes of the unit's subject's last clean build and no
 	// row of it has expired since, the cycle counts that build's rows as
 	// accepted and the subject as unchanged without calling Build. Raw may
-	// point into the upstream's answer: it is valid only during Emit.
+	// point into the upstream's answer, so Raw, Size and Build are valid
+	// only during Emit.
 	Lazy bool
 	Raw  []byte
 	// Build normalizes the unit for its checked collection id, counting
