@@ -146,3 +146,23 @@ func FuzzScanLazyPage(f *testing.F) {
 		scanMatchesStd(t, body)
 	})
 }
+
+// BenchmarkDecodeLazyGrouped is one simulator listings page (about 200
+// collections' rows) read down to its lazy groups.
+func BenchmarkDecodeLazyGrouped(b *testing.B) {
+	var body []byte
+	for _, p := range simPages(b) {
+		if _, rows, _, _, ok := source.ScanLazyPage(p); ok && len(rows) > 0 {
+			body = p
+			break
+		}
+	}
+	require.NotNil(b, body)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := source.DecodeLazyGrouped[normalize.RawListing](body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
